@@ -1,0 +1,40 @@
+"""Record episodes: bench lab (or your arm driver and cameras), teleop and recorder.
+
+    ros2 launch launch/record.launch.py                      # bench lab, scripted teleop
+    ros2 launch launch/record.launch.py bench_lab:=false     # a real arm driver runs already
+    comsim-launch launch/record.launch.py                    # the same graph without ros2 launch
+
+`NODES` is the one description of the graph; `comsim-launch` reads it where `launch` is not
+installed (pip installs), `generate_launch_description` where it is.
+"""
+from pathlib import Path
+
+CONFIG = Path(__file__).resolve().parent.parent / 'config'
+
+NODES = [
+    {'package': 'comsim_bench_lab', 'executable': 'comsim-bench-lab', 'name': 'bench_lab',
+     'params': ['bench_lab.yaml'], 'condition': 'bench_lab'},
+    {'package': 'comsim_teleop', 'executable': 'comsim-teleop', 'name': 'teleop',
+     'params': ['teleop.yaml']},
+    {'package': 'comsim_teleop', 'executable': 'comsim-recorder', 'name': 'recorder',
+     'params': ['recorder.yaml']},
+]
+ARGUMENTS = {'bench_lab': 'true'}
+
+
+def generate_launch_description():
+    from launch import LaunchDescription
+    from launch.actions import DeclareLaunchArgument
+    from launch.conditions import IfCondition
+    from launch.substitutions import LaunchConfiguration
+    from launch_ros.actions import Node
+
+    actions = [DeclareLaunchArgument(k, default_value=v) for k, v in ARGUMENTS.items()]
+    for spec in NODES:
+        condition = spec.get('condition')
+        actions.append(Node(
+            package=spec['package'], executable=spec['executable'], name=spec['name'],
+            parameters=[str(CONFIG / p) for p in spec['params']], output='screen',
+            emulate_tty=True,
+            condition=IfCondition(LaunchConfiguration(condition)) if condition else None))
+    return LaunchDescription(actions)

@@ -1,0 +1,247 @@
+"""Bench lab node: the simulated arm and cameras, speaking what a real driver speaks.
+
+Publishes `/joint_states`, `/cameras/<name>/image_raw` + `camera_info`, and `/clock` (the lab
+runs on sim time, as Gazebo does, because rendering cannot keep real time on a CPU); accepts
+`trajectory_msgs/JointTrajectory` (joint_trajectory_controller semantics) and
+`std_msgs/Float64MultiArray` (forward position controller). Services `~/reset` and
+`~/check_success`, and the latched `~/task_state` (ground truth for the scripted expert and
+evaluators, never for the twin), make episodes scriptable.
+
+The published CameraInfo is the camera's nominal (factory) calibration by default, as a real
+driver's would be: the true intrinsics and distortion stay hidden so calibration is real work.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import numpy as np
+import rclpy
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import Bool, Float64MultiArray, String
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from comsim_bench_lab.config import LabConfig
+from comsim_bench_lab.lab import BenchLab
+from comsim_bench_lab.realism import RealismProfile
+from comsim_teleop.control.trajectory import TrajectoryError, TrajectoryFollower
+from comsim_teleop.nodes.params import declare_parameters
+from comsim_teleop.nodes.ros_io import (COMMAND_QOS, LATCHED_QOS, SENSOR_QOS, camera_info_msg,
+                                        image_msg, joint_state_msg, time_to_sec, to_time_msg,
+                                        trajectory_points)
+from comsim_teleop.paths import resolve_config_path
+
+DEFAULTS = {
+    'lab_config': 'config/bench_lab/lab.yaml',
+    'realism_profile': 'config/bench_lab/realism.yaml',
+    'task': 'stack_blocks',
+    'seed': 0,
+    'region': 'id',
+    'variant': '',
+    'joint_state_rate_hz': 200.0,
+    'camera_rate_hz': 30.0,
+    'real_time_factor': 1.0,
+    'camera_info': 'nominal',
+    'joint_states_topic': '/joint_states',
+    'camera_topic_prefix': '/cameras',
+    'trajectory_topic': '/joint_trajectory_controller/joint_trajectory',
+    'forward_topic': '/forward_position_controller/commands',
+}
+
+
+def nominal_intrinsics(K: np.ndarray, width: int, height: int) -> np.ndarray:
+    """A factory calibration: the focal length rounded to 5 %, principal point at the centre."""
+    f = float(np.sqrt(K[0, 0] * K[1, 1]))
+    step = 0.05 * f
+    f_nom = round(f / step) * step
+    return np.array([[f_nom, 0, width / 2], [0, f_nom, height / 2], [0, 0, 1]])
+
+
+class BenchLabNode(Node):
+    def __init__(self):
+        super().__init__('bench_lab')
+        self.p = declare_parameters(self, DEFAULTS)
+        if self.p.camera_info not in ('nominal', 'true'):
+            raise ValueError("bench_lab: camera_info must be 'nominal' or 'true'")
+        realism = (RealismProfile.load(resolve_config_path(self.p.realism_profile))
+                   if self.p.realism_profile else None)
+        self.lab = BenchLab(LabConfig.load(resolve_config_path(self.p.lab_config)), realism)
+        self.lock = threading.Lock()
+        self.follower = TrajectoryFollower(self.lab.joint_names)
+        self.seed = int(self.p.seed)
+        self._reset_lab(self.p.task, self.seed, self.p.region, self.p.variant)
+
+        self.clock_pub = self.create_publisher(Clock, '/clock', 10)
+        self.js_pub = self.create_publisher(JointState, self.p.joint_states_topic, SENSOR_QOS)
+        self.cam_pubs = {}
+        for cam in self.lab.camera_names:
+            base = f'{self.p.camera_topic_prefix}/{cam}'
+            self.cam_pubs[cam] = (self.create_publisher(Image, f'{base}/image_raw', SENSOR_QOS),
+                                  self.create_publisher(CameraInfo, f'{base}/camera_info',
+                                                        SENSOR_QOS))
+        self.task_pub = self.create_publisher(String, '~/task_state', LATCHED_QOS)
+        self.success_pub = self.create_publisher(Bool, '~/success', 10)
+        self.create_subscription(JointTrajectory, self.p.trajectory_topic, self._on_trajectory,
+                                 COMMAND_QOS)
+        self.create_subscription(Float64MultiArray, self.p.forward_topic, self._on_forward,
+                                 COMMAND_QOS)
+        self.create_service(Trigger, '~/reset', self._on_reset)
+        self.create_service(Trigger, '~/check_success', self._on_check_success)
+        self._publish_task_state()
+        self.running = True
+        self.thread = threading.Thread(target=self._run, name='bench_lab_sim', daemon=True)
+        self.thread.start()
+
+    # -- commands -----------------------------------------------------------------------------
+    def _on_trajectory(self, msg: JointTrajectory):
+        with self.lock:
+            now = self.lab.time
+            try:
+                self.follower.set_trajectory(list(msg.joint_names), trajectory_points(msg),
+                                             time_to_sec(msg.header.stamp), now,
+                                             self.lab.joint_state()[0])
+            except TrajectoryError as exc:
+                self.get_logger().error(f'trajectory rejected: {exc}', throttle_duration_sec=2.0)
+
+    def _on_forward(self, msg: Float64MultiArray):
+        with self.lock:
+            try:
+                self.follower.set_position(msg.data, self.lab.time)
+            except TrajectoryError as exc:
+                self.get_logger().error(f'position command rejected: {exc}',
+                                        throttle_duration_sec=2.0)
+
+    # -- episodes -----------------------------------------------------------------------------
+    def _reset_lab(self, task, seed, region, variant):
+        self.lab.reset(task, int(seed), region, variant or None)
+        self.follower = TrajectoryFollower(self.lab.joint_names)
+        self.follower.set_position(self.lab.joint_state()[0], self.lab.time)
+
+    def _on_reset(self, req, resp):
+        """Reset to a new random layout with the current task/region/variant parameters.
+
+        The seed parameter, when changed since the last reset, is used as is; otherwise the
+        previous seed plus one, so repeated resets give fresh layouts.
+        """
+        task = self.get_parameter('task').value
+        region = self.get_parameter('region').value
+        variant = self.get_parameter('variant').value
+        seed_param = int(self.get_parameter('seed').value)
+        self.seed = seed_param if seed_param != self.p.seed else self.seed + 1
+        self.p.seed = seed_param
+        try:
+            with self.lock:
+                self._reset_lab(task, self.seed, region, variant)
+        except ValueError as exc:
+            resp.success, resp.message = False, str(exc)
+            return resp
+        state = self._publish_task_state()
+        resp.success, resp.message = True, json.dumps(
+            {k: state[k] for k in ('task', 'seed', 'region', 'variant')})
+        return resp
+
+    def _on_check_success(self, req, resp):
+        with self.lock:
+            ok, why = self.lab.check_success()
+        self.success_pub.publish(Bool(data=bool(ok)))
+        resp.success, resp.message = bool(ok), why
+        return resp
+
+    def _publish_task_state(self) -> dict:
+        with self.lock:
+            state = self.lab.task_state()
+        self.task_pub.publish(String(data=json.dumps(state)))
+        return state
+
+    # -- simulation loop ----------------------------------------------------------------------
+    def _run(self):
+        try:
+            self._loop()
+        except Exception as exc:  # a dead sim thread must not leave a silent node behind
+            self.get_logger().fatal(f'simulation loop failed: {exc!r}')
+            self.running = False
+            raise
+
+    def _loop(self):
+        tick = 1.0 / self.p.joint_state_rate_hz
+        steps = max(1, int(round(tick / self.lab.timestep)))
+        cam_period = 1.0 / self.p.camera_rate_hz
+        rtf = float(self.p.real_time_factor)
+        infos = {cam: self._camera_info(cam) for cam in self.lab.camera_names}
+        with self.lock:
+            next_cam = self.lab.time
+        wall0, sim0 = time.monotonic(), self.lab.time
+        report_wall, report_sim = wall0, sim0
+        while self.running and rclpy.ok():
+            with self.lock:
+                target = self.follower.target(self.lab.time)
+                if target is not None:
+                    self.lab.command_positions(target)
+                self.lab.step(steps)
+                t = self.lab.time
+                pos, vel, eff = self.lab.joint_state()
+                frames = None
+                if t + 1e-9 >= next_cam:
+                    frames = {cam: self.lab.render(cam) for cam in self.lab.camera_names}
+                    next_cam += cam_period * max(1, np.ceil((t + 1e-9 - next_cam) / cam_period))
+            self.clock_pub.publish(Clock(clock=to_time_msg(t)))
+            self.js_pub.publish(joint_state_msg(self.lab.joint_names, pos, vel, eff, t))
+            if frames is not None:
+                for cam, rgb in frames.items():
+                    image_pub, info_pub = self.cam_pubs[cam]
+                    frame_id = f'{cam}_optical_frame'
+                    image_pub.publish(image_msg(rgb, t, frame_id))
+                    w, h, K, D = infos[cam]
+                    info_pub.publish(camera_info_msg(w, h, K, D, t, frame_id))
+            wall = time.monotonic()
+            if rtf > 0:
+                ahead = (t - sim0) / rtf - (wall - wall0)
+                if ahead > 0:
+                    time.sleep(ahead)
+                elif ahead < -0.5:  # fell behind: do not try to catch up in a burst
+                    wall0, sim0 = wall, t
+            if wall - report_wall >= 10.0:
+                self.get_logger().info(
+                    f'real-time factor {(t - report_sim) / (wall - report_wall):.2f}')
+                report_wall, report_sim = wall, t
+
+    def _camera_info(self, cam):
+        calib = self.lab.camera_info(cam)
+        K = np.asarray(calib.K, dtype=float)
+        if self.p.camera_info == 'true':
+            return calib.width, calib.height, K, np.asarray(calib.D, dtype=float)
+        return calib.width, calib.height, nominal_intrinsics(K, calib.width, calib.height), \
+            np.zeros(5)
+
+    def close(self):
+        self.running = False
+        if self.thread.is_alive():
+            self.thread.join(timeout=5.0)
+        self.lab.close()
+
+
+def main(args=None):
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = BenchLabNode()
+        executor = MultiThreadedExecutor(num_threads=2)
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.close()
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+
+
+if __name__ == '__main__':
+    main()

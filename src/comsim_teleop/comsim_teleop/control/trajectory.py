@@ -1,0 +1,110 @@
+"""Joint trajectory following with ros2_control's joint_trajectory_controller semantics.
+
+A real arm driver interpolates `trajectory_msgs/JointTrajectory` goals; the bench lab, the twin's
+dynamic replay and the policy evaluation must behave the same way, so the rules live here once:
+
+- a trajectory whose start time is zero starts when it is received;
+- it replaces whatever was running; the arm moves from its state at the start time to the first
+  point (as JTC does when the first point lies in the future);
+- between points: cubic Hermite when velocities are given for both ends, otherwise linear;
+- after the last point the last positions are held;
+- joints may come in any order, but every controlled joint must be named (no partial goals).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class TrajectoryError(ValueError):
+    """A trajectory that the controller rejects (wrong joints, bad timing, non-finite values)."""
+
+
+@dataclass(frozen=True)
+class TrajectoryPoint:
+    time_from_start: float
+    positions: np.ndarray
+    velocities: np.ndarray | None = None
+
+
+class TrajectoryFollower:
+    """Turns position commands and trajectories into a position target at any time."""
+
+    def __init__(self, joint_names: list[str]):
+        self.joint_names = list(joint_names)
+        self._times: np.ndarray | None = None  # absolute times of the knots
+        self._pos: np.ndarray | None = None
+        self._vel: list[np.ndarray | None] = []
+        self._hold: np.ndarray | None = None
+
+    def reorder(self, names: list[str], values) -> np.ndarray:
+        """Values given in `names` order, returned in controller order."""
+        values = np.asarray(values, dtype=float)
+        if len(names) != len(values):
+            raise TrajectoryError(f'{len(names)} joint names but {len(values)} values')
+        missing = [n for n in self.joint_names if n not in names]
+        if missing:
+            raise TrajectoryError(f'joints {missing} missing from goal (expected {self.joint_names})')
+        index = {n: i for i, n in enumerate(names)}
+        return values[[index[n] for n in self.joint_names]]
+
+    def set_position(self, q, now: float) -> None:
+        """Forward position command: the target jumps to q (the driver's own limits apply)."""
+        q = np.asarray(q, dtype=float)
+        if q.shape != (len(self.joint_names),):
+            raise TrajectoryError(
+                f'position command has {q.size} values, expected {len(self.joint_names)}')
+        if not np.all(np.isfinite(q)):
+            raise TrajectoryError('position command contains NaN or inf')
+        self._times = None
+        self._hold = q.copy()
+
+    def set_trajectory(self, names: list[str], points: list[TrajectoryPoint],
+                       start_time: float, now: float, current) -> None:
+        """Accept a goal. start_time <= 0 means "now"; `current` is the state at the start."""
+        if not points:
+            self._times = None
+            self._hold = np.asarray(current, dtype=float).copy()
+            return
+        t0 = now if start_time <= 0 else start_time
+        tfs = np.array([p.time_from_start for p in points], dtype=float)
+        if np.any(np.diff(tfs) <= 0) or tfs[0] < 0:
+            raise TrajectoryError('time_from_start must be non-negative and strictly increasing')
+        pos = np.stack([self.reorder(names, p.positions) for p in points])
+        if not np.all(np.isfinite(pos)):
+            raise TrajectoryError('trajectory contains NaN or inf positions')
+        vel = [None if p.velocities is None or len(p.velocities) == 0
+               else self.reorder(names, p.velocities) for p in points]
+        current = np.asarray(current, dtype=float)
+        self._times = np.concatenate([[t0], t0 + tfs]) if tfs[0] > 0 else t0 + tfs
+        self._pos = np.vstack([current, pos]) if tfs[0] > 0 else pos
+        self._vel = ([np.zeros_like(current)] + vel) if tfs[0] > 0 else vel
+        self._hold = None
+
+    def target(self, now: float) -> np.ndarray | None:
+        """Position target at `now`, or None when no command was ever received."""
+        if self._times is None:
+            return None if self._hold is None else self._hold.copy()
+        times, pos = self._times, self._pos
+        if now <= times[0]:
+            # Not started yet: the arm holds where the trajectory begins.
+            return pos[0].copy()
+        if now >= times[-1]:
+            return pos[-1].copy()
+        k = int(np.searchsorted(times, now, side='right')) - 1
+        t_a, t_b = times[k], times[k + 1]
+        h = t_b - t_a
+        s = (now - t_a) / h
+        v_a, v_b = self._vel[k], self._vel[k + 1]
+        if v_a is None or v_b is None:
+            return (1 - s) * pos[k] + s * pos[k + 1]
+        h00 = 2 * s**3 - 3 * s**2 + 1
+        h10 = s**3 - 2 * s**2 + s
+        h01 = -2 * s**3 + 3 * s**2
+        h11 = s**3 - s**2
+        return h00 * pos[k] + h10 * h * v_a + h01 * pos[k + 1] + h11 * h * v_b
+
+    @property
+    def active(self) -> bool:
+        return self._times is not None or self._hold is not None

@@ -1,0 +1,171 @@
+"""Start a node graph described by a launch file's `NODES`, without `ros2 launch`.
+
+`launch` and `launch_ros` are not pip-installable, so pip installs start the same graph from the
+same description: each node becomes a child process with its params file, stopped together with
+SIGINT (then SIGTERM, then SIGKILL) so recorders close their episodes cleanly.
+
+    comsim-launch launch/record.launch.py [ARG:=VALUE ...] [--set NODE.PARAM:=VALUE ...]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class NodeSpec:
+    package: str
+    executable: str
+    name: str
+    params: list[Path]
+    overrides: dict[str, str] = field(default_factory=dict)
+
+    def command(self) -> list[str]:
+        exe = shutil.which(self.executable)
+        if exe is None:
+            raise FileNotFoundError(
+                f'executable {self.executable!r} of package {self.package!r} not found on PATH; '
+                f'install the workspace (scripts/setup.sh) or source install/setup.bash')
+        cmd = [exe, '--ros-args', '-r', f'__node:={self.name}']
+        for p in self.params:
+            cmd += ['--params-file', str(p)]
+        for key, value in self.overrides.items():
+            cmd += ['-p', f'{key}:={value}']
+        return cmd
+
+
+def load_launch_module(path: str | os.PathLike):
+    path = Path(path).resolve()
+    if not path.exists():
+        raise FileNotFoundError(f'launch file {path} not found')
+    spec = importlib.util.spec_from_file_location(path.stem.replace('.', '_'), path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for attr in ('NODES', 'CONFIG'):
+        if not hasattr(module, attr):
+            raise ValueError(f'{path} has no {attr}: not a ComSim launch file')
+    return module
+
+
+def graph_from_launch(path, arguments: dict[str, str] | None = None,
+                      overrides: dict[str, dict[str, str]] | None = None) -> list[NodeSpec]:
+    """Node specs of a launch file, with launch arguments and per-node parameter overrides."""
+    module = load_launch_module(path)
+    args = dict(getattr(module, 'ARGUMENTS', {}))
+    unknown = set(arguments or {}) - set(args)
+    if unknown:
+        raise ValueError(f'unknown launch argument(s) {sorted(unknown)}; known: {sorted(args)}')
+    args.update(arguments or {})
+    overrides = overrides or {}
+    specs = []
+    for node in module.NODES:
+        condition = node.get('condition')
+        if condition and str(args[condition]).lower() not in ('true', '1', 'yes'):
+            continue
+        params = [Path(module.CONFIG) / p for p in node['params']]
+        specs.append(NodeSpec(node['package'], node['executable'], node['name'], params,
+                              dict(overrides.get(node['name'], {}))))
+    names = {s.name for s in specs}
+    bad = set(overrides) - names
+    if bad:
+        raise ValueError(f'overrides for nodes not in the graph: {sorted(bad)}')
+    return specs
+
+
+class Graph:
+    """Child processes of one graph; a context manager that always stops them."""
+
+    def __init__(self, specs: list[NodeSpec], log_dir: Path | None = None, env=None):
+        self.specs = specs
+        self.log_dir = log_dir
+        self.env = env
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def start(self) -> 'Graph':
+        if self.log_dir is not None:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+        for spec in self.specs:
+            out = (open(self.log_dir / f'{spec.name}.log', 'wb')
+                   if self.log_dir is not None else None)
+            self.procs[spec.name] = subprocess.Popen(
+                spec.command(), stdout=out, stderr=subprocess.STDOUT if out else None,
+                env=self.env, start_new_session=True)
+        return self
+
+    def check_alive(self) -> None:
+        dead = {n: p.returncode for n, p in self.procs.items() if p.poll() is not None}
+        if dead:
+            where = f' (logs in {self.log_dir})' if self.log_dir else ''
+            raise RuntimeError(f'node(s) exited early: {dead}{where}')
+
+    def stop(self, timeout: float = 15.0) -> dict[str, int]:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+            for proc in self.procs.values():
+                if proc.poll() is None:
+                    proc.send_signal(sig)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and any(p.poll() is None
+                                                      for p in self.procs.values()):
+                time.sleep(0.05)
+            if all(p.poll() is not None for p in self.procs.values()):
+                break
+        return {n: p.returncode for n, p in self.procs.items()}
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def _parse_assignments(items, what):
+    out = {}
+    for item in items:
+        if ':=' not in item:
+            raise ValueError(f'{what} {item!r} must read KEY:=VALUE')
+        k, v = item.split(':=', 1)
+        out[k] = v
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('launch_file')
+    parser.add_argument('arguments', nargs='*', help='launch arguments ARG:=VALUE')
+    parser.add_argument('--set', action='append', default=[],
+                        help='parameter override NODE.PARAM:=VALUE')
+    parser.add_argument('--log-dir', type=Path)
+    ns = parser.parse_args(argv)
+    overrides: dict[str, dict[str, str]] = {}
+    for key, value in _parse_assignments(ns.set, '--set').items():
+        node, _, param = key.partition('.')
+        overrides.setdefault(node, {})[param] = value
+    specs = graph_from_launch(ns.launch_file, _parse_assignments(ns.arguments, 'argument'),
+                              overrides)
+    graph = Graph(specs, ns.log_dir).start()
+    print(f'started {", ".join(s.name for s in specs)}; Ctrl-C stops them', flush=True)
+    try:
+        while True:
+            graph.check_alive()
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    except RuntimeError as exc:
+        print(exc, file=sys.stderr)
+        graph.stop()
+        return 1
+    codes = graph.stop()
+    print(f'stopped: {codes}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

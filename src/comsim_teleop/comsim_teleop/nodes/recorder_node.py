@@ -1,0 +1,193 @@
+"""Episode recorder node: configured topics in (serialized, sensor QoS), one rosbag2 per episode out.
+
+Episode control by services (`~/start`, `~/stop_success`, `~/stop_failure`, `~/discard`,
+`~/rerecord`) or keys in this terminal (s start, y success, n failure, d discard, r re-record).
+Metadata (task, operator, notes) comes from parameters, which can be changed between episodes
+(`ros2 param set /recorder task stack_blocks`). Streams that fall under their expected rate are
+reported while recording. Ctrl-C closes the current episode cleanly.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import threading
+
+import rclpy
+import yaml
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from comsim_teleop.nodes.params import declare_parameters
+from comsim_teleop.nodes.ros_io import LATCHED_QOS, SENSOR_QOS
+from comsim_teleop.paths import resolve_config_path
+from comsim_teleop.recording.recorder import EpisodeRecorder, RecorderError, TopicSpec
+
+DEFAULTS = {
+    'output_dir': 'output/episodes',
+    'storage': 'mcap',
+    'distro': 'kilted',
+    'topics': ['/joint_states sensor_msgs/msg/JointState 200'],
+    'task': '',
+    'operator': '',
+    'notes': '',
+    'lab_config_file': '',
+    'min_free_mb': 200,
+    'queue_size': 2000,
+    'rate_check_period_s': 2.0,
+    'keyboard': False,
+}
+
+
+def parse_topic_spec(entry: str) -> TopicSpec:
+    """'topic type [rate_hz]' -> TopicSpec, e.g. '/joint_states sensor_msgs/msg/JointState 200'."""
+    parts = entry.split()
+    if len(parts) not in (2, 3) or parts[1].count('/') != 2:
+        raise ValueError(f'recorder: topic entry {entry!r} must read "TOPIC PKG/msg/TYPE [RATE_HZ]"')
+    rate = float(parts[2]) if len(parts) == 3 else None
+    return TopicSpec(parts[0], parts[1], rate)
+
+
+def message_class(msgtype: str):
+    pkg, _, name = msgtype.split('/')
+    try:
+        return getattr(importlib.import_module(f'{pkg}.msg'), name)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f'recorder: message type {msgtype!r} is not installed') from exc
+
+
+class RecorderNode(Node):
+    def __init__(self):
+        super().__init__('recorder')
+        self.p = declare_parameters(self, DEFAULTS)
+        self.specs = [parse_topic_spec(e) for e in self.p.topics]
+        self.recorder = EpisodeRecorder(self.p.output_dir, self.specs, storage=self.p.storage,
+                                        distro=self.p.distro, queue_size=int(self.p.queue_size),
+                                        min_free_bytes=int(self.p.min_free_mb) * 1024 * 1024)
+        self.calibration: dict[str, dict] = {}
+        for spec in self.specs:
+            cls = message_class(spec.msgtype)
+            self.create_subscription(cls, spec.name, self._make_callback(spec.name), SENSOR_QOS,
+                                     raw=True)
+            if cls is CameraInfo:
+                self.create_subscription(CameraInfo, spec.name, self._make_info_cb(spec.name),
+                                         SENSOR_QOS)
+        self.status_pub = self.create_publisher(String, '~/status', LATCHED_QOS)
+        for name, handler in (('start', self._start), ('stop_success', lambda: self._stop(True)),
+                              ('stop_failure', lambda: self._stop(False)),
+                              ('discard', self._discard), ('rerecord', self._rerecord)):
+            self.create_service(Trigger, f'~/{name}', self._service(handler))
+        self.create_timer(float(self.p.rate_check_period_s), self._check_rates)
+        if self.p.keyboard:
+            threading.Thread(target=self._read_keyboard, daemon=True).start()
+        self._publish_status()
+        self.get_logger().info(f'recorder: {len(self.specs)} topics -> {self.p.output_dir} '
+                               f'({self.p.storage})')
+
+    def _make_callback(self, topic):
+        record = self.recorder.on_message
+        clock = self.get_clock()
+
+        def callback(raw: bytes):
+            record(topic, raw, clock.now().nanoseconds)
+        return callback
+
+    def _make_info_cb(self, topic):
+        def callback(msg: CameraInfo):
+            if topic not in self.calibration:
+                self.calibration[topic] = {
+                    'width': msg.width, 'height': msg.height,
+                    'distortion_model': msg.distortion_model, 'd': list(msg.d),
+                    'k': list(msg.k), 'frame_id': msg.header.frame_id}
+        return callback
+
+    # -- episode control ----------------------------------------------------------------------
+    def _metadata(self) -> dict:
+        meta = {name: self.get_parameter(name).value for name in ('task', 'operator', 'notes')}
+        path = self.get_parameter('lab_config_file').value
+        if path:
+            meta['lab_config'] = yaml.safe_load(resolve_config_path(path).read_text())
+        meta['calibration'] = dict(self.calibration)
+        return meta
+
+    def _service(self, handler):
+        def serve(req, resp):
+            try:
+                resp.message = handler()
+                resp.success = True
+            except (RecorderError, OSError, ValueError) as exc:
+                resp.success, resp.message = False, str(exc)
+                self.get_logger().error(str(exc))
+            self._publish_status()
+            return resp
+        return serve
+
+    def _start(self) -> str:
+        path = self.recorder.start(self._metadata())
+        self.get_logger().info(f'recording {path}')
+        return str(path)
+
+    def _stop(self, success: bool) -> str:
+        summary = self.recorder.stop(success)
+        self.get_logger().info(f'episode closed: success={success} {summary.path}')
+        return json.dumps(summary.to_dict())
+
+    def _discard(self) -> str:
+        self.recorder.discard()
+        return 'discarded'
+
+    def _rerecord(self) -> str:
+        return str(self.recorder.rerecord())
+
+    def _check_rates(self):
+        for warning in self.recorder.rate_warnings(self.get_clock().now().nanoseconds):
+            self.get_logger().warn(warning)
+
+    def _publish_status(self):
+        self.status_pub.publish(String(data=json.dumps(self.recorder.status(), default=str)))
+
+    def _read_keyboard(self):
+        keys = {'s': self._start, 'y': lambda: self._stop(True), 'n': lambda: self._stop(False),
+                'd': self._discard, 'r': self._rerecord}
+        if not sys.stdin.isatty():
+            self.get_logger().error('keyboard control needs a terminal (stdin is not a tty)')
+            return
+        self.get_logger().info('keys: s start, y stop success, n stop failure, d discard, '
+                               'r re-record')
+        for line in sys.stdin:
+            key = line.strip()[:1]
+            if key in keys:
+                try:
+                    self.get_logger().info(keys[key]())
+                except (RecorderError, OSError) as exc:
+                    self.get_logger().error(str(exc))
+                self._publish_status()
+
+    def close(self):
+        """Ctrl-C: the episode in progress is closed cleanly, marked interrupted."""
+        self.recorder.close()
+
+
+def main(args=None):
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = RecorderNode()
+        executor = MultiThreadedExecutor(num_threads=2)
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.close()
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,73 @@
+"""The ``episode.yaml`` sidecar: human-readable episode metadata next to the bag.
+
+It is written when recording starts (so a crashed episode still says what it was) and replaced
+atomically (tmp file + ``os.replace``) on every update, so readers never see a half-written file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SIDECAR_NAME = 'episode.yaml'
+
+
+def sidecar_path(episode_dir: Path) -> Path:
+    """Where the sidecar of ``episode_dir`` lives."""
+    return Path(episode_dir) / SIDECAR_NAME
+
+
+def to_plain(value: Any) -> Any:
+    """Convert tuples, Paths and numpy scalars to YAML-safe builtins, recursively."""
+    if isinstance(value, dict):
+        return {str(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, 'item') and callable(value.item):  # numpy scalar
+        return value.item()
+    return value
+
+
+def dump_yaml(data: dict[str, Any]) -> str:
+    """Stable, block-style YAML text (safe dumper: plain builtins only)."""
+    return yaml.safe_dump(to_plain(data), sort_keys=False, default_flow_style=False,
+                          allow_unicode=True)
+
+
+def write_sidecar(episode_dir: Path, data: dict[str, Any]) -> Path:
+    """Atomically (re)write ``episode.yaml``; the old content stays intact if this fails."""
+    path = sidecar_path(episode_dir)
+    tmp = path.with_name(f'.{path.name}.tmp')
+    text = dump_yaml(data)
+    try:
+        with tmp.open('w', encoding='utf8') as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_sidecar(episode_dir: Path) -> dict[str, Any] | None:
+    """The sidecar's content, or ``None`` when there is none."""
+    path = sidecar_path(episode_dir)
+    if not path.exists():
+        return None
+    data = yaml.safe_load(path.read_text(encoding='utf8'))
+    return data if isinstance(data, dict) else {'value': data}
+
+
+def update_sidecar(episode_dir: Path, **changes: Any) -> dict[str, Any]:
+    """Merge ``changes`` into the sidecar (top level) and rewrite it atomically."""
+    data = read_sidecar(episode_dir) or {}
+    data.update(changes)
+    write_sidecar(episode_dir, data)
+    return data

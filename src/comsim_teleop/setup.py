@@ -1,0 +1,31 @@
+"""Robot model, teleoperation, episode recording and the episode reader."""
+from setuptools import find_packages, setup
+
+PACKAGE = 'comsim_teleop'
+
+setup(
+    name=PACKAGE,
+    version='0.1.0',
+    packages=find_packages(exclude=['test', 'tests']),
+    package_data={'': ['assets/*', 'assets/**/*']},
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
+        ('share/' + PACKAGE, ['package.xml']),
+    ],
+    install_requires=['setuptools'],
+    python_requires='>=3.10',
+    zip_safe=False,
+    maintainer='ComSim developers',
+    description=__doc__,
+    license='Apache-2.0',
+    entry_points={
+        'console_scripts': [
+            'comsim-teleop = comsim_teleop.nodes.teleop_node:main',
+            'comsim-recorder = comsim_teleop.nodes.recorder_node:main',
+            'comsim-episode-runner = comsim_teleop.nodes.episode_runner:main',
+            'comsim-recover = comsim_teleop.recording.recover_cli:main',
+            'comsim-launch = comsim_teleop.graph:main',
+            'comsim-main-job = comsim_teleop.main_job:main',
+        ],
+    },
+)
