@@ -2,6 +2,7 @@
 
     ros2 launch launch/record.launch.py                      # bench lab, scripted teleop
     ros2 launch launch/record.launch.py bench_lab:=false     # a real arm driver runs already
+    ros2 launch launch/record.launch.py unattended:=true     # scripted episodes, no operator
     comsim-launch launch/record.launch.py                    # the same graph without ros2 launch
 
 `NODES` is the one description of the graph; `comsim-launch` reads it where `launch` is not
@@ -18,8 +19,10 @@ NODES = [
      'params': ['teleop.yaml']},
     {'package': 'comsim_teleop', 'executable': 'comsim-recorder', 'name': 'recorder',
      'params': ['recorder.yaml']},
+    {'package': 'comsim_teleop', 'executable': 'comsim-episode-runner', 'name': 'episode_runner',
+     'params': ['episode_runner.yaml'], 'condition': 'unattended'},
 ]
-ARGUMENTS = {'bench_lab': 'true'}
+ARGUMENTS = {'bench_lab': 'true', 'unattended': 'false'}
 
 
 def generate_launch_description():

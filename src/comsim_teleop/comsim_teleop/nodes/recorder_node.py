@@ -12,6 +12,7 @@ import importlib
 import json
 import sys
 import threading
+from dataclasses import asdict
 
 import rclpy
 import yaml
@@ -147,7 +148,7 @@ class RecorderNode(Node):
             self.get_logger().warn(warning)
 
     def _publish_status(self):
-        self.status_pub.publish(String(data=json.dumps(self.recorder.status(), default=str)))
+        self.status_pub.publish(String(data=json.dumps(asdict(self.recorder.status()), default=str)))
 
     def _read_keyboard(self):
         keys = {'s': self._start, 'y': lambda: self._stop(True), 'n': lambda: self._stop(False),

@@ -1,0 +1,99 @@
+"""Report section for recorded episodes: duration, size, per-topic rates and drops, pictures."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from comsim_teleop.episodes.reader import Episode
+from comsim_teleop.report.images import grid, label, save_png
+
+
+def load_sidecars(episodes_dir: Path) -> list[tuple[Path, dict]]:
+    """(episode dir, episode.yaml) for every episode under `episodes_dir`, in name order."""
+    out = []
+    for d in sorted(Path(episodes_dir).iterdir()):
+        side = d / 'episode.yaml'
+        if d.is_dir() and side.exists():
+            out.append((d, yaml.safe_load(side.read_text())))
+    return out
+
+
+def sample_frames(path: Path, topic: str, n: int) -> list[tuple[float, np.ndarray]]:
+    """`n` evenly spaced (t_s from first frame, image) pairs of one camera topic."""
+    with Episode.open(path) as ep:
+        count = ep.streams[topic].count
+        wanted = set(np.linspace(0, count - 1, n).round().astype(int).tolist())
+        frames, t0 = [], None
+        for i, (t_ns, img) in enumerate(ep.images(topic)):
+            t0 = t_ns if t0 is None else t0
+            if i in wanted:
+                frames.append(((t_ns - t0) * 1e-9, img))
+    return frames
+
+
+def contact_sheet(path: Path, cameras: list[str], n: int = 6) -> np.ndarray:
+    """One row per camera, `n` frames across the episode, each labelled with its time."""
+    rows = []
+    for cam in cameras:
+        name = cam.strip('/').split('/')[1] if cam.count('/') > 2 else cam
+        rows.append([label(img, f'{name} {t:.1f}s') for t, img in sample_frames(path, cam, n)])
+    return grid(rows)
+
+
+def _fmt_rate(stream: dict) -> str:
+    rate, expected = stream.get('rate_hz'), stream.get('expected_rate_hz')
+    if rate is None:
+        return 'n/a'
+    return f'{rate:.1f}' + (f' / {expected:g} ({100 * rate / expected:.0f} %)' if expected else '')
+
+
+def recording_section(episodes_dir: Path, out_dir: Path, cameras: list[str],
+                      frames_per_sheet: int = 6) -> str:
+    """Markdown for the recording stage; writes contact sheets under `out_dir/pictures`."""
+    episodes = load_sidecars(episodes_dir)
+    lines = ['## Recording', '',
+             f'{len(episodes)} episodes recorded by the scripted expert on the bench lab '
+             f'(`{episodes_dir}`). Rates are achieved / expected Hz over each episode; drops are '
+             'messages lost in the recorder queue plus those missing from gaps in a stream.', '',
+             '| episode | task | success | status | duration (s) | size (MB) | drops | '
+             'lowest rate vs expected |',
+             '|---|---|---|---|---|---|---|---|']
+    per_topic: dict[str, list[dict]] = {}
+    for path, side in episodes:
+        summary = side.get('summary') or {}
+        streams = summary.get('streams', {})
+        drops = sum(s.get('dropped', 0) + s.get('missed_estimate', 0) for s in streams.values())
+        ratios = [s['rate_hz'] / s['expected_rate_hz'] for s in streams.values()
+                  if s.get('rate_hz') and s.get('expected_rate_hz')]
+        for topic, s in streams.items():
+            per_topic.setdefault(topic, []).append(s)
+        task = (side.get('metadata') or {}).get('task', '?')
+        low = f'{min(ratios) * 100:.0f} %' if ratios else 'n/a'
+        lines.append(f"| {path.name} | {task} | {side.get('success')} | {side.get('status')} | "
+                     f"{summary.get('duration_s', 0):.1f} | "
+                     f"{summary.get('bag_bytes', 0) / 1e6:.1f} | {drops} | {low} |")
+    lines += ['', '### Per topic, over all episodes', '',
+              '| topic | messages | mean rate (Hz) | expected (Hz) | lowest episode rate | '
+              'queue drops | missed (gaps) | max gap (s) |', '|---|---|---|---|---|---|---|---|']
+    for topic, items in per_topic.items():
+        rates = [s['rate_hz'] for s in items if s.get('rate_hz')] or [float('nan')]
+        gaps = [s['max_gap_s'] for s in items if s.get('max_gap_s') is not None] or [0.0]
+        lines.append(
+            f"| `{topic}` | {sum(s['count'] for s in items)} | {np.mean(rates):.2f} | "
+            f"{items[0].get('expected_rate_hz') or '-'} | {min(rates):.2f} | "
+            f"{sum(s.get('dropped', 0) for s in items)} | "
+            f"{sum(s.get('missed_estimate', 0) for s in items)} | {max(gaps):.3f} |")
+    lines += ['', '### Contact sheets', '']
+    for path, side in episodes:
+        try:
+            sheet = contact_sheet(path, cameras, frames_per_sheet)
+        except Exception as exc:  # one unreadable episode must not sink the report
+            lines.append(f'- {path.name}: no contact sheet ({exc})')
+            continue
+        png = save_png(Path(out_dir) / 'pictures' / f'{path.name}.png', sheet)
+        lines += [f'**{path.name}** ({(side.get("metadata") or {}).get("task")}, '
+                  f'success={side.get("success")})', '',
+                  f'![{path.name}]({png.relative_to(out_dir)})', '']
+    return '\n'.join(lines)

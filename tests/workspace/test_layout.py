@@ -1,0 +1,92 @@
+"""The workspace installs two ways: what launch files and package manifests name must exist."""
+import ast
+import importlib
+import xml.etree.ElementTree as ET
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+import yaml
+
+from comsim_teleop.graph import graph_from_launch, load_launch_module
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ['comsim_bench_lab', 'comsim_teleop', 'comsim_twin', 'comsim_neural_sim',
+            'comsim_policy']
+LAUNCH_FILES = sorted((ROOT / 'launch').glob('*.launch.py'))
+
+
+def console_scripts():
+    return {ep.name: ep for ep in entry_points(group='console_scripts')}
+
+
+@pytest.mark.parametrize('pkg', PACKAGES)
+def test_ament_python_package_is_complete(pkg):
+    d = ROOT / 'src' / pkg
+    root = ET.parse(d / 'package.xml').getroot()
+    assert root.get('format') == '3'
+    assert root.findtext('name') == pkg
+    assert root.find('export/build_type').text == 'ament_python'
+    assert (d / 'resource' / pkg).exists(), 'ament index marker'
+    assert (d / pkg / '__init__.py').exists()
+    setup = (d / 'setup.py').read_text()
+    assert f"PACKAGE = '{pkg}'" in setup
+    assert f'install_scripts=$base/lib/{pkg}' in (d / 'setup.cfg').read_text(), \
+        'ros2 run looks in lib/<package>'
+
+
+def test_every_console_script_points_at_a_callable():
+    scripts = console_scripts()
+    declared = []
+    for pkg in PACKAGES:
+        tree = ast.parse((ROOT / 'src' / pkg / 'setup.py').read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and ' = ' in node.value \
+                    and ':' in node.value:
+                declared.append(node.value.split(' = ')[0])
+    assert declared, 'no console scripts found'
+    for name in declared:
+        assert name in scripts, f'{name} declared but not installed (run scripts/setup.sh)'
+        module, _, attr = scripts[name].value.partition(':')
+        assert callable(getattr(importlib.import_module(module), attr)), name
+
+
+@pytest.mark.parametrize('launch_file', LAUNCH_FILES, ids=lambda p: p.name)
+def test_launch_file_names_existing_executables_and_params(launch_file):
+    module = load_launch_module(launch_file)
+    scripts = console_scripts()
+    all_args = {k: 'true' for k in getattr(module, 'ARGUMENTS', {})}
+    for spec in graph_from_launch(launch_file, all_args):
+        assert spec.executable in scripts, f'{spec.executable} is not an installed executable'
+        assert scripts[spec.executable].value.split('.')[0] == spec.package, \
+            f'{spec.executable} does not belong to package {spec.package}'
+        for params in spec.params:
+            assert params.exists(), params
+            data = yaml.safe_load(params.read_text())
+            assert spec.name in data and 'ros__parameters' in data[spec.name], \
+                f'{params} has no "{spec.name}: ros__parameters:" section'
+
+
+def test_params_files_only_use_parameters_the_nodes_declare():
+    """A typo in config/*.yaml would be refused at start-up; catch it here first."""
+    nodes = {
+        'bench_lab.yaml': ('comsim_bench_lab.node', 'bench_lab'),
+        'teleop.yaml': ('comsim_teleop.nodes.teleop_node', 'teleop'),
+        'recorder.yaml': ('comsim_teleop.nodes.recorder_node', 'recorder'),
+        'episode_runner.yaml': ('comsim_teleop.nodes.episode_runner', 'episode_runner'),
+    }
+    for fname, (module, node) in nodes.items():
+        defaults = importlib.import_module(module).DEFAULTS
+        params = yaml.safe_load((ROOT / 'config' / fname).read_text())[node]['ros__parameters']
+        unknown = set(params) - set(defaults) - {'use_sim_time'}
+        assert not unknown, f'config/{fname}: unknown {unknown}'
+        for key, value in params.items():
+            if key in defaults:
+                assert type(value) is type(defaults[key]), f'config/{fname}: {key} type'
+
+
+def test_readme_test_command_is_what_ci_runs():
+    readme = (ROOT / 'README.md').read_text()
+    ci = (ROOT / '.ci' / 'run').read_text()
+    assert 'scripts/test.sh' in ci
+    assert 'scripts/test.sh' in readme and 'scripts/main_job.sh' in readme
