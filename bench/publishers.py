@@ -47,11 +47,12 @@ def main(argv=None):
     parser.add_argument('--width', type=int, default=640)
     parser.add_argument('--height', type=int, default=480)
     parser.add_argument('--start-delay', type=float, default=3.0)
+    parser.add_argument('--reliable', action='store_true', help='reliable QoS (default: sensor data, best effort)')
     args = parser.parse_args(argv)
     rclpy.init()
     node = Node(f'bench_pub_{args.kind}_{abs(hash(args.topic)) % 10000}')
     msgtype = {'camera': Image, 'joints': JointState, 'commands': JointTrajectory}[args.kind]
-    qos = 10 if args.kind == 'commands' else qos_profile_sensor_data
+    qos = 10 if args.kind == 'commands' or args.reliable else qos_profile_sensor_data
     pub = node.create_publisher(msgtype, args.topic, qos)
     if args.kind == 'camera':
         img = Image(height=args.height, width=args.width, encoding='rgb8', step=args.width * 3)

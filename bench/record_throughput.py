@@ -29,7 +29,8 @@ from rosbags.typesys import Stores, get_typestore
 from std_srvs.srv import Trigger
 
 from comsim_teleop.episodes.reader import Episode
-from comsim_teleop.recording.recorder import EpisodeRecorder, TopicSpec
+from comsim_teleop.graph import find_executable
+from comsim_teleop.recording import EpisodeRecorder, TopicSpec
 
 HERE = Path(__file__).resolve().parent
 STREAMS = [
@@ -60,7 +61,7 @@ def live(duration: float, work: Path) -> tuple[dict, Path]:
     params.write_text(yaml.safe_dump({'recorder': {'ros__parameters': {
         'output_dir': str(work / 'episodes'), 'storage': 'mcap', 'min_free_mb': 100,
         'topics': [f'{t} {m} {r:g}' for _, t, m, r in STREAMS], 'queue_size': 4000}}}))
-    rec = subprocess.Popen([shutil.which('comsim-recorder'), '--ros-args', '--params-file',
+    rec = subprocess.Popen([find_executable('comsim-recorder'), '--ros-args', '--params-file',
                             str(params)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True)
     rclpy.init()
@@ -68,7 +69,8 @@ def live(duration: float, work: Path) -> tuple[dict, Path]:
     try:
         call(node, '/recorder/start')
         pubs = [subprocess.Popen([sys.executable, str(HERE / 'publishers.py'), kind, topic,
-                                  str(rate), str(duration), '--start-delay', '3'],
+                                  str(rate), str(duration), '--start-delay', '3']
+                                 + (['--reliable'] if kind == 'camera' else []),
                                  stdout=subprocess.PIPE, text=True)
                 for kind, topic, _, rate in STREAMS]
         cpu0, t0 = cpu_seconds(rec.pid), time.monotonic()
@@ -96,8 +98,8 @@ def live(duration: float, work: Path) -> tuple[dict, Path]:
 def offline(bag: Path, work: Path, repeats: int = 3) -> dict:
     """Same messages, same disk: recorder write path vs rosbags Writer directly."""
     with Episode.open(bag) as ep:
-        conns = {c.topic: c.msgtype for c in ep.reader.connections}
-        msgs = [(c.topic, t, raw) for c, t, raw in ep.reader.messages()]
+        conns = {c.topic: c.msgtype for c in ep._reader.connections}
+        msgs = [(c.topic, t, raw) for c, t, raw in ep._reader.messages()]
     total = sum(len(raw) for *_, raw in msgs)
     typestore = get_typestore(Stores.ROS2_KILTED)
     direct, recorder = [], []

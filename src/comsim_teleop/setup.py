@@ -25,7 +25,6 @@ setup(
             'comsim-episode-runner = comsim_teleop.nodes.episode_runner:main',
             'comsim-recover = comsim_teleop.recording.recover_cli:main',
             'comsim-launch = comsim_teleop.graph:main',
-            'comsim-main-job = comsim_teleop.main_job:main',
         ],
     },
 )

@@ -20,6 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+def find_executable(name: str) -> str | None:
+    """A console script of this Python's environment first (a venv need not be activated)."""
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get('PATH', '')])
+    return shutil.which(name, path=path)
+
+
 @dataclass
 class NodeSpec:
     package: str
@@ -29,7 +35,7 @@ class NodeSpec:
     overrides: dict[str, str] = field(default_factory=dict)
 
     def command(self) -> list[str]:
-        exe = shutil.which(self.executable)
+        exe = find_executable(self.executable)
         if exe is None:
             raise FileNotFoundError(
                 f'executable {self.executable!r} of package {self.package!r} not found on PATH; '

@@ -16,16 +16,17 @@ from dataclasses import asdict
 
 import rclpy
 import yaml
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from comsim_teleop.nodes.params import declare_parameters
-from comsim_teleop.nodes.ros_io import LATCHED_QOS, SENSOR_QOS
+from comsim_teleop.nodes.ros_io import LATCHED_QOS
 from comsim_teleop.paths import resolve_config_path
-from comsim_teleop.recording.recorder import EpisodeRecorder, RecorderError, TopicSpec
+from comsim_teleop.recording import EpisodeRecorder, RecorderError, TopicSpec
 
 DEFAULTS = {
     'output_dir': 'output/episodes',
@@ -38,6 +39,7 @@ DEFAULTS = {
     'lab_config_file': '',
     'min_free_mb': 200,
     'queue_size': 2000,
+    'qos_depth': 100,
     'rate_check_period_s': 2.0,
     'keyboard': False,
 }
@@ -65,17 +67,15 @@ class RecorderNode(Node):
         super().__init__('recorder')
         self.p = declare_parameters(self, DEFAULTS)
         self.specs = [parse_topic_spec(e) for e in self.p.topics]
+        for spec in self.specs:
+            message_class(spec.msgtype)  # fail at start-up on a type that is not installed
         self.recorder = EpisodeRecorder(self.p.output_dir, self.specs, storage=self.p.storage,
                                         distro=self.p.distro, queue_size=int(self.p.queue_size),
                                         min_free_bytes=int(self.p.min_free_mb) * 1024 * 1024)
         self.calibration: dict[str, dict] = {}
-        for spec in self.specs:
-            cls = message_class(spec.msgtype)
-            self.create_subscription(cls, spec.name, self._make_callback(spec.name), SENSOR_QOS,
-                                     raw=True)
-            if cls is CameraInfo:
-                self.create_subscription(CameraInfo, spec.name, self._make_info_cb(spec.name),
-                                         SENSOR_QOS)
+        self.subscribed: dict[str, str] = {}
+        self._subscribe_discovered()
+        self.create_timer(0.5, self._subscribe_discovered)
         self.status_pub = self.create_publisher(String, '~/status', LATCHED_QOS)
         for name, handler in (('start', self._start), ('stop_success', lambda: self._stop(True)),
                               ('stop_failure', lambda: self._stop(False)),
@@ -87,6 +87,33 @@ class RecorderNode(Node):
         self._publish_status()
         self.get_logger().info(f'recorder: {len(self.specs)} topics -> {self.p.output_dir} '
                                f'({self.p.storage})')
+
+    def _subscribe_discovered(self):
+        """Subscribe each topic once a publisher appears, with QoS matched to the publishers.
+
+        As rosbag2 does: reliable when every publisher is reliable (large images over UDP lose
+        fragments under best effort), best effort otherwise (a reliable subscription would not
+        match a best-effort publisher at all).
+        """
+        for spec in self.specs:
+            if spec.name in self.subscribed:
+                continue
+            infos = self.get_publishers_info_by_topic(spec.name)
+            if not infos:
+                continue
+            reliable = all(i.qos_profile.reliability == ReliabilityPolicy.RELIABLE
+                           for i in infos)
+            qos = QoSProfile(depth=int(self.p.qos_depth), history=HistoryPolicy.KEEP_LAST,
+                             reliability=ReliabilityPolicy.RELIABLE if reliable
+                             else ReliabilityPolicy.BEST_EFFORT)
+            cls = message_class(spec.msgtype)
+            self.create_subscription(cls, spec.name, self._make_callback(spec.name), qos,
+                                     raw=True)
+            if cls is CameraInfo:
+                self.create_subscription(CameraInfo, spec.name, self._make_info_cb(spec.name),
+                                         qos)
+            self.subscribed[spec.name] = 'reliable' if reliable else 'best_effort'
+            self.get_logger().info(f'subscribed {spec.name} ({self.subscribed[spec.name]})')
 
     def _make_callback(self, topic):
         record = self.recorder.on_message
@@ -177,7 +204,7 @@ def main(args=None):
     node = None
     try:
         node = RecorderNode()
-        executor = MultiThreadedExecutor(num_threads=2)
+        executor = SingleThreadedExecutor()
         executor.add_node(node)
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
