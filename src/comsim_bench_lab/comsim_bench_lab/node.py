@@ -31,7 +31,8 @@ from comsim_bench_lab.lab import BenchLab
 from comsim_bench_lab.realism import RealismProfile
 from comsim_teleop.control.trajectory import TrajectoryError, TrajectoryFollower
 from comsim_teleop.nodes.params import declare_parameters
-from comsim_teleop.nodes.ros_io import (COMMAND_QOS, LATCHED_QOS, SENSOR_QOS, camera_info_msg,
+from comsim_teleop.nodes.ros_io import (COMMAND_QOS, IMAGE_QOS, LATCHED_QOS, SENSOR_QOS,
+                                        camera_info_msg,
                                         image_msg, joint_state_msg, time_to_sec, to_time_msg,
                                         trajectory_points)
 from comsim_teleop.paths import resolve_config_path
@@ -81,9 +82,9 @@ class BenchLabNode(Node):
         self.cam_pubs = {}
         for cam in self.lab.camera_names:
             base = f'{self.p.camera_topic_prefix}/{cam}'
-            self.cam_pubs[cam] = (self.create_publisher(Image, f'{base}/image_raw', SENSOR_QOS),
+            self.cam_pubs[cam] = (self.create_publisher(Image, f'{base}/image_raw', IMAGE_QOS),
                                   self.create_publisher(CameraInfo, f'{base}/camera_info',
-                                                        SENSOR_QOS))
+                                                        IMAGE_QOS))
         self.task_pub = self.create_publisher(String, '~/task_state', LATCHED_QOS)
         self.success_pub = self.create_publisher(Bool, '~/success', 10)
         self.create_subscription(JointTrajectory, self.p.trajectory_topic, self._on_trajectory,
