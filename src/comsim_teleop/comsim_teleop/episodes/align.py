@@ -64,9 +64,3 @@ def merge_trajectories(segments: Sequence[tuple[int, np.ndarray, np.ndarray]]
     order = np.argsort(t_all, kind='stable')
     return t_all[order], v_all[order]
 
-
-def nearest(stamps: Sequence[int], t: int) -> tuple[int, int]:
-    """Index of the stamp nearest ``t`` and its absolute distance (stamps need not be sorted)."""
-    arr = np.asarray(stamps, dtype=np.int64)
-    i = int(np.argmin(np.abs(arr - t)))
-    return i, int(abs(int(arr[i]) - t))

@@ -22,12 +22,13 @@ version) we fall back to rosbags' own behaviour and say so in ``chunk_control``.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
 from rosbags.typesys import Stores, get_typestore
 
 from .errors import RecorderError
@@ -79,6 +80,22 @@ def get_distro_typestore(distro: str) -> Typestore:
         raise RecorderError(f'unknown distro {distro!r}; supported: {sorted(DISTROS)}') from None
 
 
+def _rebind_sqlite_connection(store: object) -> None:
+    """Reopen rosbags' sqlite3 connection so another thread may use it.
+
+    Python binds a sqlite3 connection to the thread that made it; the recorder opens the bag in
+    the caller's thread and writes from its writer thread (never both at once). The schema that
+    rosbags created is already committed by ``executescript``.
+    """
+    conn = getattr(store, 'conn', None)
+    path = getattr(store, 'path', None)
+    if conn is None or path is None:
+        return
+    conn.close()
+    store.conn = sqlite3.connect(f'file:{path}', uri=True, check_same_thread=False)  # type: ignore[attr-defined]
+    store.cursor = store.conn.cursor()  # type: ignore[attr-defined]
+
+
 class EpisodeBagWriter:
     """One rosbag2 (version 9) written from raw CDR bytes, with bounded crash loss.
 
@@ -102,7 +119,10 @@ class EpisodeBagWriter:
         missing = [t.msgtype for t in self.topics if t.msgtype not in self.typestore.fielddefs]
         if missing:
             raise RecorderError(f'message types unknown to the {distro} typestore: {missing}')
-        self._writer = Writer(self.path, version=9, storage_plugin=STORAGES[storage])
+        try:
+            self._writer = Writer(self.path, version=9, storage_plugin=STORAGES[storage])
+        except WriterError as exc:
+            raise RecorderError(f'cannot create bag {self.path}: {exc}') from exc
         self._connections: dict[str, Connection] = {}
         self.chunk_control = False
         self.bytes_written = 0
@@ -124,6 +144,8 @@ class EpisodeBagWriter:
         except Exception as exc:
             raise RecorderError(f'cannot create bag {self.path}: {exc}') from exc
         self._open = True
+        if self.storage == 'sqlite3':
+            _rebind_sqlite_connection(self._writer.storage)
         for spec in self.topics:
             self._connections[spec.name] = self._writer.add_connection(
                 spec.name, spec.msgtype, typestore=self.typestore)

@@ -294,6 +294,7 @@ class EpisodeRecorder:
         self._free_ballast()
         self._write_sidecar_best_effort(status='failed', error=self._error_text(),
                                         hint=f'try: comsim-recover {self._episode_dir}')
+        self._drain_as_dropped()
 
     def _error_text(self) -> str | None:
         return None if self._error is None else f'{type(self._error).__name__}: {self._error}'
@@ -323,7 +324,11 @@ class EpisodeRecorder:
                 continue
         thread.join()
         self._thread = None
-        with self._lock:  # whatever a dead writer left in the queue was received but not written
+        self._drain_as_dropped()
+
+    def _drain_as_dropped(self) -> None:
+        """Count what a dead writer left in the queue: received, but never written."""
+        with self._lock:
             while True:
                 try:
                     item = self._queue.get_nowait()

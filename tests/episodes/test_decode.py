@@ -1,0 +1,39 @@
+"""The rclpy/rosbags JointState interop bug, reproduced with real rclpy bytes, and its fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import TS, joint_state_raw
+from rosbags.serde import SerdeError
+
+from comsim_teleop.episodes.decode import deserialize_prefix, deserialize_tolerant
+
+
+def test_rosbags_rejects_rclpy_joint_state_with_empty_velocity() -> None:
+    raw = joint_state_raw(1_500_000_000, [0.1, 0.2, 0.3])
+    with pytest.raises(SerdeError, match='size mismatch'):
+        TS.deserialize_cdr(raw, 'sensor_msgs/msg/JointState')
+    _, used = deserialize_prefix(TS, raw, 'sensor_msgs/msg/JointState')
+    assert len(raw) - used >= 4  # the trailing bytes rclpy adds
+
+
+def test_tolerant_decode_matches_rclpy() -> None:
+    from rclpy.serialization import deserialize_message  # noqa: PLC0415
+    from sensor_msgs.msg import JointState  # noqa: PLC0415
+
+    raw = joint_state_raw(1_500_000_000, [0.1, 0.2, 0.3])
+    msg = deserialize_tolerant(TS, raw, 'sensor_msgs/msg/JointState')
+    ref = deserialize_message(raw, JointState)
+    assert list(msg.name) == list(ref.name) == ['joint1', 'joint2', 'joint3']
+    np.testing.assert_array_equal(msg.position, ref.position)
+    assert msg.velocity.size == 0 and msg.effort.size == 0
+    assert msg.header.stamp.sec == 1 and msg.header.stamp.nanosec == 500_000_000
+
+
+def test_tolerant_decode_still_rejects_truncation_and_plain_bytes_unchanged() -> None:
+    raw = joint_state_raw(1, [0.1, 0.2, 0.3])
+    with pytest.raises(SerdeError):
+        deserialize_tolerant(TS, raw[:40], 'sensor_msgs/msg/JointState')
+    ok = joint_state_raw(1, [0.5], rclpy_bytes=False)
+    assert deserialize_tolerant(TS, ok, 'sensor_msgs/msg/JointState').position[0] == 0.5

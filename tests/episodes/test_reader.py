@@ -1,0 +1,163 @@
+"""Episode reader on real recorded bags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from conftest import image_raw, joint_state_raw, trajectory_raw
+
+from comsim_teleop.episodes import (
+    AlignmentError,
+    CorruptEpisodeError,
+    Episode,
+    EpisodeNotFoundError,
+    MissingTopicError,
+    WrongEncodingError,
+)
+from comsim_teleop.episodes.align import merge_trajectories
+from comsim_teleop.recording import EpisodeRecorder, TopicSpec
+
+MS = 1_000_000
+T0 = 100 * 10**9
+LAG = 3 * MS  # log time lags the publisher's stamp
+
+
+def _record(out: Path, storage: str = 'mcap', cam2_offset_ms: int = 5, hole: bool = False) -> Path:
+    topics = [TopicSpec('/cam', 'sensor_msgs/msg/Image', 10.0),
+              TopicSpec('/cam2', 'sensor_msgs/msg/Image', 10.0),
+              TopicSpec('/joint_states', 'sensor_msgs/msg/JointState', 100.0),
+              TopicSpec('/cmd_traj', 'trajectory_msgs/msg/JointTrajectory'),
+              TopicSpec('/cmd_array', 'std_msgs/msg/Float64MultiArray')]
+    rec = EpisodeRecorder(out, topics, storage=storage, min_free_bytes=0)
+    path = rec.start({'task': 'reach', 'operator': 'ann'})
+    from conftest import TS  # noqa: PLC0415
+    for i in range(101):  # 1 s of joint states at 100 Hz, position = time in s
+        t = T0 + i * 10 * MS
+        if not (hole and 40 <= i < 60):
+            rec.on_message('/joint_states', joint_state_raw(t, [i / 100] * 7), t + LAG)
+        if i % 10 == 0 and i < 100:
+            rec.on_message('/cam', image_raw(t, value=i), t + LAG)
+            t2 = t + cam2_offset_ms * MS
+            rec.on_message('/cam2', image_raw(t2, value=i + 1, encoding='bgr8'), t2 + LAG)
+        if i % 25 == 0:  # a 2-point trajectory every 250 ms: +0.1 s and +0.2 s
+            rec.on_message('/cmd_traj', trajectory_raw(t, [(0.1, [i] * 7), (0.2, [i + 1] * 7)]),
+                           t + LAG)
+            arr = TS.types['std_msgs/msg/Float64MultiArray'](
+                layout=TS.types['std_msgs/msg/MultiArrayLayout'](dim=[], data_offset=0),
+                data=np.full(7, float(i)))
+            rec.on_message('/cmd_array', bytes(TS.serialize_cdr(
+                arr, 'std_msgs/msg/Float64MultiArray')), t + LAG)
+    rec.stop(True)
+    return path
+
+
+@pytest.fixture(scope='module')
+def episode_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _record(tmp_path_factory.mktemp('eps'))
+
+
+def test_metadata_and_streams(episode_dir: Path) -> None:
+    with Episode.open(episode_dir) as ep:
+        assert ep.metadata['metadata']['task'] == 'reach'
+        assert ep.metadata['status'] == 'complete'
+        assert 'comsim.metadata' in ep.metadata['bag_custom_data']
+        s = ep.streams
+        assert s['/joint_states'].count == 101 and s['/cam'].count == 10
+        assert s['/joint_states'].msgtype == 'sensor_msgs/msg/JointState'
+        assert s['/joint_states'].rate_hz == pytest.approx(100.0)
+        assert s['/cam'].start_ns == T0 + LAG
+
+
+def test_joint_states_from_rclpy_bytes(episode_dir: Path) -> None:
+    with Episode.open(episode_dir) as ep:
+        js = ep.joint_states()
+    assert js.names[0] == 'joint1' and len(js.names) == 7
+    assert js.position.shape == (101, 7) and np.isnan(js.velocity).all()
+    assert js.t_ns[0] == T0  # header stamp, not log time
+    np.testing.assert_allclose(js.position[:, 0], np.arange(101) / 100)
+
+
+def test_images_use_header_stamp(episode_dir: Path) -> None:
+    with Episode.open(episode_dir) as ep:
+        imgs = list(ep.images('/cam'))
+        imgs2 = list(ep.images('/cam2'))
+        with pytest.raises(WrongEncodingError, match='not an image topic'):
+            next(ep.images('/joint_states'))
+    assert len(imgs) == 10 and imgs[3][0] == T0 + 300 * MS
+    assert imgs[3][1].shape == (6, 8, 3) and imgs[3][1][0, 0].tolist() == [30, 31, 32]
+    assert imgs2[3][1][0, 0].tolist() == [31, 32, 33]  # bgr8 converted
+
+
+def test_commands_trajectory_and_array(episode_dir: Path) -> None:
+    with Episode.open(episode_dir) as ep:
+        traj = ep.commands('/cmd_traj')
+        arr = ep.commands('/cmd_array')
+    # 5 trajectories of 2 points, none overlapping the next one's start
+    assert traj.t_ns.size == 10 and traj.names[0] == 'joint1'
+    assert traj.t_ns[0] == T0 + 100 * MS and traj.position[1, 0] == 1
+    assert arr.names is None and arr.t_ns[0] == T0 + LAG and arr.position.shape == (5, 7)
+
+
+def test_merge_trajectories_replaces_future_points() -> None:
+    t, v = merge_trajectories([(0, np.array([10, 20, 30]), np.array([[1.0], [2.0], [3.0]])),
+                               (15, np.array([25]), np.array([[9.0]]))])
+    assert t.tolist() == [10, 25] and v[:, 0].tolist() == [1.0, 9.0]
+
+
+def test_frames_align_cameras_joints_commands(episode_dir: Path) -> None:
+    with Episode.open(episode_dir) as ep:
+        frames = list(ep.frames(['/cam', '/cam2'], command_topic='/cmd_traj'))
+    assert len(frames) == 10
+    f = frames[3]
+    assert f.t_ns == T0 + 300 * MS and set(f.images) == {'/cam', '/cam2'}
+    assert f.image_t_ns['/cam2'] == f.t_ns + 5 * MS
+    np.testing.assert_allclose(f.joint_position, np.full(7, 0.3))
+    # at 300 ms the t=0 trajectory's points (100 ms: 0, 200 ms: 1) are past and the t=250 ms
+    # one's first point (350 ms) is not reached yet: the held target is 1 (zero-order hold)
+    assert f.command is not None and f.command[0] == 1.0
+    assert frames[0].command is None  # nothing commanded before 100 ms
+
+
+def test_frames_alignment_errors_and_skip(tmp_path: Path) -> None:
+    path = _record(tmp_path, cam2_offset_ms=30, hole=True)
+    with Episode.open(path) as ep:
+        with pytest.raises(AlignmentError) as err:
+            list(ep.frames(['/cam', '/cam2'], tolerance_s=0.02))
+        assert err.value.gap_s == pytest.approx(0.03)
+        stream = ep.frames(['/cam'], skip_unaligned=True, tolerance_s=0.015)
+        frames = list(stream)
+    # joint-state hole 400..590 ms: frames at 400 and 500 ms are not bracketed
+    assert len(frames) == 8 and stream.skipped == 2
+    assert 'do not bracket' in stream.skip_reasons[0]
+
+
+def test_sqlite3_episode_reads_the_same(tmp_path: Path) -> None:
+    path = _record(tmp_path, storage='sqlite3')
+    with Episode.open(path) as ep:
+        assert ep.joint_states().position.shape == (101, 7)
+        assert len(list(ep.frames(['/cam', '/cam2']))) == 10
+
+
+def test_open_errors(tmp_path: Path, episode_dir: Path) -> None:
+    with pytest.raises(EpisodeNotFoundError):
+        Episode.open(tmp_path / 'nope')
+    with pytest.raises(EpisodeNotFoundError, match='no rosbag2'):
+        Episode.open(tmp_path)
+    with Episode.open(episode_dir) as ep, pytest.raises(MissingTopicError, match="'/cam2'"):
+        ep.messages('/wrong')
+    broken = tmp_path / 'broken'
+    broken.mkdir()
+    data = next(episode_dir.glob('*.mcap')).read_bytes()
+    (broken / 'broken.mcap').write_bytes(data[: len(data) // 2])
+    with pytest.raises(CorruptEpisodeError, match='comsim-recover'):
+        Episode.open(broken)
+    meta = yaml.safe_load((episode_dir / 'metadata.yaml').read_text())
+    meta['rosbag2_bagfile_information']['relative_file_paths'] = ['broken.mcap']
+    meta['rosbag2_bagfile_information']['files'][0]['path'] = 'broken.mcap'
+    (broken / 'metadata.yaml').write_text(yaml.safe_dump(meta))
+    with pytest.raises(CorruptEpisodeError, match='comsim-recover'):
+        with Episode.open(broken) as ep:
+            ep.joint_states()
