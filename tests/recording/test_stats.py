@@ -48,3 +48,16 @@ def test_rate_warnings() -> None:
     assert rate_warnings({'/b': slow}, {'/b': 100.0}, now, now - 500 * MS) == []  # warming up
     out = rate_warnings({}, {'/a': 30.0}, now, 0)
     assert out == ['/a: 0.0 Hz over the last 1 s, expected 30 Hz']
+
+
+def test_jitter_without_loss_is_not_counted_as_missed():
+    """Late-then-early arrivals (bursts) make gaps but lose nothing."""
+    from comsim_teleop.recording.stats import stream_stats
+    period = 2_000_000  # 500 Hz
+    t = np.arange(1000) * period
+    t[1::10] += int(1.2 * period)  # every 10th message arrives late, next one on time
+    s = stream_stats('/js', 'x', np.sort(t), 500.0)
+    assert s.gaps and s.missed_estimate == 0
+    # Real losses still count: remove 30 messages in the middle.
+    lossy = np.delete(np.arange(1000) * period, np.arange(400, 430))
+    assert stream_stats('/js', 'x', lossy, 500.0).missed_estimate == 30

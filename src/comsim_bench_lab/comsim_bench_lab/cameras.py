@@ -48,7 +48,7 @@ class LensModel:
         pts = np.stack([us.ravel(), vs.ravel()], axis=1).reshape(-1, 1, 2)
         if np.any(cam.distortion != 0):
             crit = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 40, 1e-6)
-            und = cv2.undistortPointsIter(pts, cam.K, cam.distortion, None, cam.K, crit).reshape(h, w, 2)
+            und = cv2.undistortPoints(pts, cam.K, cam.distortion, None, None, cam.K, crit).reshape(h, w, 2)
         else:
             und = pts.reshape(h, w, 2)
         over_x = max(0.0, -und[..., 0].min(), und[..., 0].max() - (w - 1))
@@ -74,7 +74,8 @@ class LensModel:
         mj_cam.resolution = [w, h]
         mj_cam.sensor_size = [w * _PIXEL_PITCH, h * _PIXEL_PITCH]
         mj_cam.focal_pixel = [cam.fx, cam.fy]
-        mj_cam.principal_pixel = [w / 2.0 - cx, h / 2.0 - cy]
+        # +0.5: OpenCV puts pixel centres at integer coordinates, OpenGL at half-integers
+        mj_cam.principal_pixel = [w / 2.0 - (cx + 0.5), h / 2.0 - (cy + 0.5)]
 
     def crop(self, padded: np.ndarray) -> np.ndarray:
         """Undistorted W x H image (the calibrated pinhole view) from the padded render."""

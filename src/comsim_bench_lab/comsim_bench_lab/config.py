@@ -287,5 +287,8 @@ def _parse_task(r: _Reader, name: str) -> TaskConfig:
     variants = {str(k): dict(v or {}) for k, v in variants_raw.items()}
     task = TaskConfig(name, objects, regions, variants, dict(r.get('params', {}) or {}))
     for variant in variants:        # validate overrides now, not at reset time
-        task.objects_for(variant)
+        try:
+            task.objects_for(variant)
+        except KeyError as exc:
+            raise KeyError(f'{r.source}: {r.where}.variants.{variant}: {exc.args[0]}') from exc
     return task

@@ -1,0 +1,242 @@
+"""BenchLab: the simulated stand-in for the real lab (arm, table, task objects, two cameras).
+
+Pure Python over MuJoCo (no ROS): the ROS node and the offline tools drive the same class.
+The model is rebuilt only when the task or variant changes; resets otherwise reuse it.
+"""
+from __future__ import annotations
+
+import zlib
+from collections import deque
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from comsim_bench_lab.cameras import CameraCalibration, calibration_of
+from comsim_bench_lab.config import LabConfig, ObjectConfig
+from comsim_bench_lab.postprocess import SensorModel
+from comsim_bench_lab.realism import RealismProfile
+from comsim_bench_lab.scene import ROBOT_PREFIX, Scene, build_scene
+from comsim_bench_lab.tasks import Task, make_task
+from comsim_bench_lab.tasks.base import yaw_quat
+from comsim_teleop.robot.model import DEFAULT_ARM_PATH, RobotModel
+
+REGIONS = ('id', 'ood')
+TABLE_Z = 0.0
+_TRACK_EVERY = 5   # physics steps between task tracking updates
+
+
+class _DataView:
+    """ObjectView over MjData for the tasks."""
+
+    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, names: list[str]):
+        self.data = data
+        self.bid = {n: model.body(n).id for n in names}
+        self.dadr = {n: model.jnt_dofadr[model.joint(f'{n}_free').id] for n in names}
+
+    def pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        b = self.bid[name]
+        return self.data.xpos[b].copy(), self.data.xquat[b].copy()
+
+    def velocity(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        a = self.dadr[name]
+        return self.data.qvel[a:a + 3].copy(), self.data.qvel[a + 3:a + 6].copy()
+
+
+class BenchLab:
+    def __init__(self, config: LabConfig, realism: RealismProfile | None = None):
+        self.config = config
+        self.realism = realism
+        self.robot_path = config.robot_path or DEFAULT_ARM_PATH
+        self.robot = RobotModel.load(config.robot_path, gripper_joints=config.gripper_joints)
+        self.joint_names = list(self.robot.joint_names)
+        self.camera_names = list(config.cameras)
+        self.timestep = config.timestep
+        self._tasks: dict[str, Task] = {name: make_task(t) for name, t in config.tasks.items()}
+        self._scene: Scene | None = None
+        self._scene_key: tuple[str, str] | None = None
+        self._renderers: dict[str, mujoco.Renderer] = {}
+        self._sensors: dict[str, SensorModel] = {}
+        self._time_base = 0.0
+        self._pending: deque[tuple[float, np.ndarray]] = deque()
+        self._latency = (realism.latency_ms / 1000.0) if realism else 0.0
+        self.task: Task | None = None
+        self.task_name = ''
+        self.seed = 0
+        self.region = 'id'
+        self.variant = 'default'
+        self.objects: dict[str, ObjectConfig] = {}
+        self._steps = 0
+        first = next(iter(self._tasks), None)
+        if first is None:
+            raise ValueError(f'{config.source}: no tasks defined')
+        self.reset(first, 0)
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def tasks(self) -> dict[str, dict[str, list[str]]]:
+        return {n: {'variants': t.variants, 'regions': list(REGIONS)} for n, t in self._tasks.items()}
+
+    @property
+    def time(self) -> float:
+        return self._time_base + float(self.data.time)
+
+    def reset(self, task: str, seed: int, region: str = 'id', variant: str | None = None) -> None:
+        if task not in self._tasks:
+            raise ValueError(f'unknown task {task!r}; allowed: {sorted(self._tasks)}')
+        if region not in REGIONS:
+            raise ValueError(f'unknown region {region!r}; allowed: {list(REGIONS)}')
+        task_obj = self._tasks[task]
+        variant = 'default' if variant is None else variant
+        if variant not in task_obj.variants:
+            raise ValueError(f'unknown variant {variant!r} for task {task!r}; allowed: {task_obj.variants}')
+        if self._scene is not None:
+            self._time_base += float(self.data.time)
+        self.task, self.task_name, self.seed, self.region, self.variant = task_obj, task, int(seed), region, variant
+        self.objects = task_obj.cfg.objects_for(variant)
+        if self._scene_key != (task, variant):
+            self._build(task_obj)
+            self._scene_key = (task, variant)
+        model, data = self.model, self.data
+        mujoco.mj_resetData(model, data)
+        rng = np.random.default_rng(seed)
+        layout = task_obj.sample(rng, task_obj.cfg.regions[region], self.objects)
+        for name, place in layout.items():
+            adr = model.jnt_qposadr[model.joint(f'{name}_free').id]
+            z = TABLE_Z + self.objects[name].half_height + 1e-4
+            data.qpos[adr:adr + 3] = [place.xy[0], place.xy[1], z]
+            data.qpos[adr + 3:adr + 7] = yaw_quat(place.yaw)
+        for name, (x, y, yaw) in task_obj.marker_poses().items():
+            gid = model.geom(name).id
+            model.geom_pos[gid, :2] = [x, y]
+            model.geom_quat[gid] = yaw_quat(yaw)
+        self._set_robot(self.robot.home)
+        self._pending.clear()
+        self._apply_ctrl(self.robot.home)
+        mujoco.mj_forward(model, data)
+        task_obj.reset_tracking()
+        self._steps = 0
+        self._view = _DataView(model, data, list(self.objects))
+
+    def command_positions(self, q: np.ndarray) -> None:
+        q = np.asarray(q, dtype=float).reshape(-1)
+        if q.size != len(self.joint_names):
+            raise ValueError(f'command needs {len(self.joint_names)} values {self.joint_names}, got {q.size}')
+        q = self.robot.clamp(q)
+        if self._latency > 0:
+            self._pending.append((float(self.data.time) + self._latency, q))
+        else:
+            self._apply_ctrl(q)
+
+    def step(self, n: int = 1) -> None:
+        model, data, task = self.model, self.data, self.task
+        for _ in range(int(n)):
+            while self._pending and self._pending[0][0] <= data.time + 1e-9:
+                self._apply_ctrl(self._pending.popleft()[1])
+            mujoco.mj_step(model, data)
+            self._steps += 1
+            if self._steps % _TRACK_EVERY == 0:
+                task.update(self._view, TABLE_Z)
+
+    def joint_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        d = self.data
+        return (d.qpos[self._qadr].copy(), d.qvel[self._dadr].copy(), d.qfrc_actuator[self._dadr].copy())
+
+    def render(self, camera: str) -> np.ndarray:
+        renderer = self._renderer(camera)
+        realistic = self.realism is not None
+        self._scene.styles.apply(self.model, realistic)
+        renderer.update_scene(self.data, camera=camera)
+        padded = renderer.render()
+        lens = self._scene.lenses[camera]
+        if not realistic:
+            return lens.crop(padded).copy()
+        image = lens.distort(padded) if self.realism.distortion else lens.crop(padded).copy()
+        return self._sensors[camera].apply(image)
+
+    def render_plain(self, camera: str) -> np.ndarray:
+        renderer = self._renderer(camera)
+        self._scene.styles.apply(self.model, False)
+        renderer.update_scene(self.data, camera=camera)
+        return self._scene.lenses[camera].crop(renderer.render()).copy()
+
+    def camera_info(self, camera: str) -> CameraCalibration:
+        if camera not in self.config.cameras:
+            raise KeyError(f'unknown camera {camera!r}; allowed: {self.camera_names}')
+        return calibration_of(self.config.cameras[camera])
+
+    def task_state(self) -> dict[str, Any]:
+        objects = {}
+        for name, obj in self.objects.items():
+            pos, quat = self._view.pose(name)
+            entry = {'pos': pos.tolist(), 'quat': quat.tolist(), 'shape': obj.shape,
+                     'size': [float(s) for s in obj.size], 'color': [float(c) for c in obj.color]}
+            if obj.neck is not None:
+                entry['neck'] = [float(v) for v in obj.neck]
+            objects[name] = entry
+        ok, _ = self.check_success()
+        return {'task': self.task_name, 'seed': self.seed, 'region': self.region, 'variant': self.variant,
+                'table_z': TABLE_Z, 'objects': objects, 'target': _jsonable(self.task.target),
+                'success': bool(ok)}
+
+    def check_success(self) -> tuple[bool, str]:
+        return self.task.check_success(self._view, self.objects, TABLE_Z)
+
+    def close(self) -> None:
+        for renderer in self._renderers.values():
+            renderer.close()
+        self._renderers.clear()
+
+    # ------------------------------------------------------------------ internals
+    def _build(self, task: Task) -> None:
+        self.close()
+        scene = build_scene(self.config, self.objects, task.markers(), self.realism, self.robot_path)
+        model = scene.model
+        if self.realism is not None:
+            model.geom_friction[:, 0] *= self.realism.friction_scale
+            model.dof_damping[:] *= self.realism.damping_scale
+        self._scene, self.model, self.data = scene, model, mujoco.MjData(model)
+        names = [ROBOT_PREFIX + n for n in self.robot.arm_joint_names] + \
+                [ROBOT_PREFIX + self.robot.gripper_joint_names[0]]
+        jids = [model.joint(n).id for n in names]
+        self._qadr = np.array([model.jnt_qposadr[j] for j in jids])
+        self._dadr = np.array([model.jnt_dofadr[j] for j in jids])
+        self._grip_qadr = [model.jnt_qposadr[model.joint(ROBOT_PREFIX + g).id]
+                           for g in self.robot.gripper_joint_names]
+        act_of_joint = {int(model.actuator_trnid[a, 0]): a for a in range(model.nu)
+                        if model.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT}
+        missing = [n for n, j in zip(names, jids) if j not in act_of_joint]
+        if missing:
+            raise ValueError(f'{self.robot_path}: no position actuator for joints {missing}')
+        self._act = np.array([act_of_joint[j] for j in jids])
+        for cam in self.camera_names:
+            lens = scene.lenses[cam]
+            self._renderers[cam] = mujoco.Renderer(model, height=lens.render_height, width=lens.render_width)
+            if self.realism is not None:
+                c = self.config.cameras[cam]
+                self._sensors[cam] = SensorModel(self.realism, c.width, c.height, seed=zlib.crc32(cam.encode()))
+
+    def _renderer(self, camera: str) -> mujoco.Renderer:
+        if camera not in self._renderers:
+            raise KeyError(f'unknown camera {camera!r}; allowed: {self.camera_names}')
+        return self._renderers[camera]
+
+    def _set_robot(self, q: np.ndarray) -> None:
+        self.data.qpos[self._qadr[:-1]] = q[:-1]
+        for adr in self._grip_qadr:
+            self.data.qpos[adr] = q[-1]
+
+    def _apply_ctrl(self, q: np.ndarray) -> None:
+        self.data.ctrl[self._act] = q
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    return value
