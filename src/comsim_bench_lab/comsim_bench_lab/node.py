@@ -13,8 +13,10 @@ driver's would be: the true intrinsics and distortion stay hidden so calibration
 from __future__ import annotations
 
 import json
+import queue
 import threading
 import time
+from concurrent.futures import Future
 
 import numpy as np
 import rclpy
@@ -69,13 +71,21 @@ class BenchLabNode(Node):
         self.p = declare_parameters(self, DEFAULTS)
         if self.p.camera_info not in ('nominal', 'true'):
             raise ValueError("bench_lab: camera_info must be 'nominal' or 'true'")
-        realism = (RealismProfile.load(resolve_config_path(self.p.realism_profile))
-                   if self.p.realism_profile else None)
-        self.lab = BenchLab(LabConfig.load(resolve_config_path(self.p.lab_config)), realism)
-        self.lock = threading.Lock()
-        self.follower = TrajectoryFollower(self.lab.joint_names)
+        self.realism = (RealismProfile.load(resolve_config_path(self.p.realism_profile))
+                        if self.p.realism_profile else None)
+        self.config = LabConfig.load(resolve_config_path(self.p.lab_config))
+        self.lock = threading.Lock()  # guards the follower and the latest joint positions
+        self.requests: queue.Queue = queue.Queue()
         self.seed = int(self.p.seed)
-        self._reset_lab(self.p.task, self.seed, self.p.region, self.p.variant)
+        self.running = True
+        self.go = threading.Event()  # set once publishers and services exist
+        # MuJoCo's GL context belongs to the thread that made it: the sim thread owns the lab and
+        # everything else asks it through `_in_sim_thread`.
+        ready: Future = Future()
+        self.thread = threading.Thread(target=self._run, args=(ready,), name='bench_lab_sim',
+                                       daemon=True)
+        self.thread.start()
+        ready.result(timeout=120)
 
         self.clock_pub = self.create_publisher(Clock, '/clock', 10)
         self.js_pub = self.create_publisher(JointState, self.p.joint_states_topic, SENSOR_QOS)
@@ -94,34 +104,41 @@ class BenchLabNode(Node):
         self.create_service(Trigger, '~/reset', self._on_reset)
         self.create_service(Trigger, '~/check_success', self._on_check_success)
         self._publish_task_state()
-        self.running = True
-        self.thread = threading.Thread(target=self._run, name='bench_lab_sim', daemon=True)
-        self.thread.start()
+        self.go.set()
 
     # -- commands -----------------------------------------------------------------------------
     def _on_trajectory(self, msg: JointTrajectory):
         with self.lock:
-            now = self.lab.time
             try:
                 self.follower.set_trajectory(list(msg.joint_names), trajectory_points(msg),
-                                             time_to_sec(msg.header.stamp), now,
-                                             self.lab.joint_state()[0])
+                                             time_to_sec(msg.header.stamp), self.sim_time,
+                                             self.q_now)
             except TrajectoryError as exc:
                 self.get_logger().error(f'trajectory rejected: {exc}', throttle_duration_sec=2.0)
 
     def _on_forward(self, msg: Float64MultiArray):
         with self.lock:
             try:
-                self.follower.set_position(msg.data, self.lab.time)
+                self.follower.set_position(msg.data, self.sim_time)
             except TrajectoryError as exc:
                 self.get_logger().error(f'position command rejected: {exc}',
                                         throttle_duration_sec=2.0)
 
     # -- episodes -----------------------------------------------------------------------------
+    def _in_sim_thread(self, fn, timeout: float = 60.0):
+        """Run fn(lab) in the sim thread between two steps and return its result."""
+        done: Future = Future()
+        self.requests.put((fn, done))
+        return done.result(timeout=timeout)
+
     def _reset_lab(self, task, seed, region, variant):
+        """In the sim thread: new layout, arm at home, holding still."""
         self.lab.reset(task, int(seed), region, variant or None)
-        self.follower = TrajectoryFollower(self.lab.joint_names)
-        self.follower.set_position(self.lab.joint_state()[0], self.lab.time)
+        with self.lock:
+            self.follower = TrajectoryFollower(self.lab.joint_names)
+            self.q_now = self.lab.joint_state()[0]
+            self.sim_time = self.lab.time
+            self.follower.set_position(self.q_now, self.sim_time)
 
     def _on_reset(self, req, resp):
         """Reset to a new random layout with the current task/region/variant parameters.
@@ -136,8 +153,7 @@ class BenchLabNode(Node):
         self.seed = seed_param if seed_param != self.p.seed else self.seed + 1
         self.p.seed = seed_param
         try:
-            with self.lock:
-                self._reset_lab(task, self.seed, region, variant)
+            self._in_sim_thread(lambda lab: self._reset_lab(task, self.seed, region, variant))
         except ValueError as exc:
             resp.success, resp.message = False, str(exc)
             return resp
@@ -147,58 +163,85 @@ class BenchLabNode(Node):
         return resp
 
     def _on_check_success(self, req, resp):
-        with self.lock:
-            ok, why = self.lab.check_success()
+        ok, why = self._in_sim_thread(lambda lab: lab.check_success())
         self.success_pub.publish(Bool(data=bool(ok)))
         resp.success, resp.message = bool(ok), why
         return resp
 
     def _publish_task_state(self) -> dict:
-        with self.lock:
-            state = self.lab.task_state()
+        state = self._in_sim_thread(lambda lab: lab.task_state())
         self.task_pub.publish(String(data=json.dumps(state)))
         return state
 
     # -- simulation loop ----------------------------------------------------------------------
-    def _run(self):
+    def _run(self, ready: Future):
         try:
+            self.lab = BenchLab(self.config, self.realism)
+            self._reset_lab(self.p.task, self.seed, self.p.region, self.p.variant)
+        except Exception as exc:
+            ready.set_exception(exc)
+            return
+        ready.set_result(None)
+        try:
+            while not self.go.wait(0.05):  # serve start-up requests until the node is wired
+                self._serve_requests()
             self._loop()
         except Exception as exc:  # a dead sim thread must not leave a silent node behind
             self.get_logger().fatal(f'simulation loop failed: {exc!r}')
-            self.running = False
             raise
+        finally:
+            self.running = False
+            self.lab.close()
+            while not self.requests.empty():
+                self.requests.get()[1].set_exception(RuntimeError('bench lab stopped'))
+
+    def _serve_requests(self):
+        while True:
+            try:
+                fn, done = self.requests.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                done.set_result(fn(self.lab))
+            except Exception as exc:
+                done.set_exception(exc)
 
     def _loop(self):
-        tick = 1.0 / self.p.joint_state_rate_hz
-        steps = max(1, int(round(tick / self.lab.timestep)))
+        """Step physics to the next joint-state time, publish; render when a frame is due.
+
+        Publication times are scheduled in sim time, so rates hold on average even when the
+        physics step does not divide the publishing period.
+        """
+        js_period = 1.0 / self.p.joint_state_rate_hz
         cam_period = 1.0 / self.p.camera_rate_hz
+        dt = self.lab.timestep
         rtf = float(self.p.real_time_factor)
         infos = {cam: self._camera_info(cam) for cam in self.lab.camera_names}
-        with self.lock:
-            next_cam = self.lab.time
+        next_js = next_cam = self.lab.time
         wall0, sim0 = time.monotonic(), self.lab.time
         report_wall, report_sim = wall0, sim0
         while self.running and rclpy.ok():
+            self._serve_requests()
             with self.lock:
                 target = self.follower.target(self.lab.time)
-                if target is not None:
-                    self.lab.command_positions(target)
-                self.lab.step(steps)
-                t = self.lab.time
-                pos, vel, eff = self.lab.joint_state()
-                frames = None
-                if t + 1e-9 >= next_cam:
-                    frames = {cam: self.lab.render(cam) for cam in self.lab.camera_names}
-                    next_cam += cam_period * max(1, np.ceil((t + 1e-9 - next_cam) / cam_period))
-            self.clock_pub.publish(Clock(clock=to_time_msg(t)))
-            self.js_pub.publish(joint_state_msg(self.lab.joint_names, pos, vel, eff, t))
-            if frames is not None:
-                for cam, rgb in frames.items():
-                    image_pub, info_pub = self.cam_pubs[cam]
-                    frame_id = f'{cam}_optical_frame'
-                    image_pub.publish(image_msg(rgb, t, frame_id))
-                    w, h, K, D = infos[cam]
-                    info_pub.publish(camera_info_msg(w, h, K, D, t, frame_id))
+            if target is not None:
+                self.lab.command_positions(target)
+            next_js += js_period
+            self.lab.step(max(1, int(np.ceil((next_js - self.lab.time) / dt - 1e-9))))
+            t = self.lab.time
+            pos, vel, eff = self.lab.joint_state()
+            with self.lock:
+                self.q_now, self.sim_time = pos, t
+            frames = None
+            if t + 1e-9 >= next_cam:
+                frames = {cam: self.lab.render(cam) for cam in self.lab.camera_names}
+                next_cam += cam_period * max(1, np.ceil((t + 1e-9 - next_cam) / cam_period))
+            try:
+                self._publish(t, pos, vel, eff, frames, infos)
+            except Exception:
+                if not rclpy.ok():  # Ctrl-C shut the context down mid-publish: just stop
+                    return
+                raise
             wall = time.monotonic()
             if rtf > 0:
                 ahead = (t - sim0) / rtf - (wall - wall0)
@@ -210,6 +253,16 @@ class BenchLabNode(Node):
                 self.get_logger().info(
                     f'real-time factor {(t - report_sim) / (wall - report_wall):.2f}')
                 report_wall, report_sim = wall, t
+
+    def _publish(self, t, pos, vel, eff, frames, infos):
+        self.clock_pub.publish(Clock(clock=to_time_msg(t)))
+        self.js_pub.publish(joint_state_msg(self.lab.joint_names, pos, vel, eff, t))
+        for cam, rgb in (frames or {}).items():
+            image_pub, info_pub = self.cam_pubs[cam]
+            frame_id = f'{cam}_optical_frame'
+            image_pub.publish(image_msg(rgb, t, frame_id))
+            w, h, K, D = infos[cam]
+            info_pub.publish(camera_info_msg(w, h, K, D, t, frame_id))
 
     def _camera_info(self, cam):
         calib = self.lab.camera_info(cam)
@@ -223,7 +276,6 @@ class BenchLabNode(Node):
         self.running = False
         if self.thread.is_alive():
             self.thread.join(timeout=5.0)
-        self.lab.close()
 
 
 def main(args=None):
