@@ -46,7 +46,7 @@ def main(argv=None):
     parser.add_argument('duration', type=float)
     parser.add_argument('--width', type=int, default=640)
     parser.add_argument('--height', type=int, default=480)
-    parser.add_argument('--start-delay', type=float, default=3.0)
+    parser.add_argument('--start-delay', type=float, default=1.0)
     parser.add_argument('--reliable', action='store_true', help='reliable QoS (default: sensor data, best effort)')
     args = parser.parse_args(argv)
     rclpy.init()
@@ -59,7 +59,12 @@ def main(argv=None):
         img.data = np.random.default_rng(0).integers(
             0, 255, args.height * args.width * 3, dtype=np.uint8).tobytes()
         make_message.image = img
-    time.sleep(args.start_delay)  # discovery
+    # Start the schedule once the recorder has matched this publisher (it subscribes on
+    # discovery), plus a margin: messages sent before the match are not the recorder's loss.
+    deadline = time.monotonic() + 30.0
+    while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(args.start_delay)
     period = 1.0 / args.rate
     n = int(round(args.duration * args.rate))
     t0 = time.monotonic()

@@ -69,7 +69,7 @@ def live(duration: float, work: Path) -> tuple[dict, Path]:
     try:
         call(node, '/recorder/start')
         pubs = [subprocess.Popen([sys.executable, str(HERE / 'publishers.py'), kind, topic,
-                                  str(rate), str(duration), '--start-delay', '3']
+                                  str(rate), str(duration), '--start-delay', '1']
                                  + (['--reliable'] if kind == 'camera' else []),
                                  stdout=subprocess.PIPE, text=True)
                 for kind, topic, _, rate in STREAMS]

@@ -26,11 +26,12 @@ ARGUMENTS = {'bench_lab': 'true', 'unattended': 'false'}
 
 
 def generate_launch_description():
-    from launch import LaunchDescription
     from launch.actions import DeclareLaunchArgument
     from launch.conditions import IfCondition
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
+
+    from launch import LaunchDescription
 
     actions = [DeclareLaunchArgument(k, default_value=v) for k, v in ARGUMENTS.items()]
     for spec in NODES:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +14,6 @@ from rclpy.node import Node
 from rosbags.typesys import Stores, get_typestore
 
 from comsim_teleop.graph import find_executable
-
 
 TS = get_typestore(Stores.ROS2_KILTED)
 JOINTS = ['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6', 'gripper']

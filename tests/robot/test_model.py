@@ -29,7 +29,6 @@ def test_home_points_down_over_table_with_open_gripper(robot):
 def test_reach_about_075(robot):
     q = np.zeros(7)
     pos, _ = robot.fk(q)
-    shoulder = robot.fk(np.array([0, 0, 0, 0, 0, 0, 0.0]))[0]
     assert 0.85 < pos[2] < 1.05   # straight up: shoulder ~0.2 + reach ~0.76
     q[1] = np.pi / 2
     pos, _ = robot.fk(q)

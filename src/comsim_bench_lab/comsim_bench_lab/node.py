@@ -33,10 +33,18 @@ from comsim_bench_lab.lab import BenchLab
 from comsim_bench_lab.realism import RealismProfile
 from comsim_teleop.control.trajectory import TrajectoryError, TrajectoryFollower
 from comsim_teleop.nodes.params import declare_parameters
-from comsim_teleop.nodes.ros_io import (COMMAND_QOS, IMAGE_QOS, LATCHED_QOS, SENSOR_QOS,
-                                        camera_info_msg,
-                                        image_msg, joint_state_msg, time_to_sec, to_time_msg,
-                                        trajectory_points)
+from comsim_teleop.nodes.ros_io import (
+    COMMAND_QOS,
+    IMAGE_QOS,
+    LATCHED_QOS,
+    SENSOR_QOS,
+    camera_info_msg,
+    image_msg,
+    joint_state_msg,
+    time_to_sec,
+    to_time_msg,
+    trajectory_points,
+)
 from comsim_teleop.paths import resolve_config_path
 
 DEFAULTS = {

@@ -27,8 +27,13 @@ from comsim_teleop.nodes.params import declare_parameters
 from comsim_teleop.nodes.ros_io import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS, trajectory_msg
 from comsim_teleop.robot.model import RobotModel
 from comsim_teleop.teleop.expert import ScriptedExpert
-from comsim_teleop.teleop.sources import (CartesianVelocitySource, JoyMapping,
-                                          LeaderArmSource, joy_to_twist, key_to_twist)
+from comsim_teleop.teleop.sources import (
+    CartesianVelocitySource,
+    JoyMapping,
+    LeaderArmSource,
+    joy_to_twist,
+    key_to_twist,
+)
 
 DEFAULTS = {
     'source': 'scripted',

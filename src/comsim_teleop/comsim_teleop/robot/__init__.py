@@ -1,5 +1,10 @@
 """Robot kinematics shared by every stage: the default ComSim arm and RobotModel (FK, Jacobian, IK)."""
-from comsim_teleop.robot.model import (DEFAULT_ARM_PATH, IKError, IKResult, RobotModel,
-                                       tool_down_rotation)
+from comsim_teleop.robot.model import (
+                                       DEFAULT_ARM_PATH,
+                                       IKError,
+                                       IKResult,
+                                       RobotModel,
+                                       tool_down_rotation,
+)
 
 __all__ = ['DEFAULT_ARM_PATH', 'IKError', 'IKResult', 'RobotModel', 'tool_down_rotation']

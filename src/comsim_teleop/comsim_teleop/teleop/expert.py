@@ -153,7 +153,7 @@ class ScriptedExpert:
     def _plan_shake(self) -> list[Keyframe]:
         bottle = self.state['objects']['bottle']
         p = np.array(bottle['pos'])
-        r, h = bottle['size'][0], bottle['size'][1]
+        h = bottle['size'][1]
         neck_h = 2 * bottle['neck'][1] if 'neck' in bottle else 0.0
         bottom_z = p[2] - h
         top_body = bottom_z + 2 * h
