@@ -77,7 +77,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument('--config', default=str(CONFIG_DIR / 'lab.yaml'))
     parser.add_argument('--realism', default=str(CONFIG_DIR / 'realism.yaml'))
-    parser.add_argument('--success', type=int, default=0, help='seeds per task/region for success rates')
+    parser.add_argument('--success', type=int, default=0,
+                        help='seeds per task/region for success rates')
     parser.add_argument('--json', type=Path)
     args = parser.parse_args()
     cfg, prof = LabConfig.load(args.config), RealismProfile.load(args.realism)
@@ -103,7 +104,8 @@ def main() -> None:
         for region in ('id', 'ood'):
             res = [run_expert_episode(lab, lab.robot, task, s, region) for s in range(args.success)]
             durs = [d for _, d in res]
-            print(f'expert {task} {region}: {np.mean([ok for ok, _ in res]) * 100:.0f}% of {len(res)}, '
+            rate = np.mean([ok for ok, _ in res]) * 100
+            print(f'expert {task} {region}: {rate:.0f}% of {len(res)}, '
                   f'episode {min(durs):.1f}-{max(durs):.1f} s', flush=True)
     lab.close()
     result['machine'] = {'cpus': os.cpu_count(), 'platform': platform.platform()}

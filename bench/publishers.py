@@ -47,7 +47,8 @@ def main(argv=None):
     parser.add_argument('--width', type=int, default=640)
     parser.add_argument('--height', type=int, default=480)
     parser.add_argument('--start-delay', type=float, default=1.0)
-    parser.add_argument('--reliable', action='store_true', help='reliable QoS (default: sensor data, best effort)')
+    parser.add_argument('--reliable', action='store_true',
+                        help='reliable QoS (default: sensor data, best effort)')
     args = parser.parse_args(argv)
     rclpy.init()
     node = Node(f'bench_pub_{args.kind}_{abs(hash(args.topic)) % 10000}')

@@ -1,4 +1,4 @@
-"""Simulated bench lab: a MuJoCo stand-in for a real arm and cameras, with a hidden realism profile."""
+"""Simulated bench lab: a MuJoCo stand-in for a real arm and cameras, hidden realism profile."""
 from setuptools import find_packages, setup
 
 PACKAGE = 'comsim_bench_lab'

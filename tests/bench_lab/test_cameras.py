@@ -29,8 +29,9 @@ def lab():
     objs['block_top'] = {'shape': 'sphere', 'size': [0.006], 'color': [1, 1, 1], 'mass': 0.01}
     data['tasks']['stack_blocks']['variants'] = {'default': {}}
     cfg = LabConfig.from_dict(data, str(ROOT / 'config/bench_lab/lab.yaml'))
-    realism = RealismProfile(shadows=False, noise_std=0.0, blur_sigma=0.0, vignetting=0.0, exposure=1.0,
-                             white_balance=np.ones(3), extra_lights=[], distortion=True)
+    realism = RealismProfile(shadows=False, noise_std=0.0, blur_sigma=0.0, vignetting=0.0,
+                             exposure=1.0, white_balance=np.ones(3), extra_lights=[],
+                             distortion=True)
     lab = BenchLab(cfg, realism=realism)
     lab.reset('stack_blocks', 0)
     yield lab

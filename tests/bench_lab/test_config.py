@@ -45,10 +45,12 @@ def test_variant_overrides_apply(raw):
     (lambda d: d['physics'].update(timestep=0.01), ValueError, 'physics.timestep'),
     (lambda d: d['physics'].pop('timestep'), KeyError, 'physics.timestep'),
     (lambda d: d['cameras']['front'].pop('fx'), KeyError, 'cameras.front.fx'),
-    (lambda d: d['cameras']['front'].update(distortion=[0.1, 0.2]), ValueError, 'cameras.front.distortion'),
+    (lambda d: d['cameras']['front'].update(distortion=[0.1, 0.2]),
+     ValueError, 'cameras.front.distortion'),
     (lambda d: d['tasks']['move_card']['regions'].update(ood={'x': [0.3, 0.4], 'y': [0.0, 0.1]}),
      ValueError, 'disjoint'),
-    (lambda d: d['tasks']['stack_blocks']['objects']['block_top'].update(shape='cone'), ValueError, 'shape'),
+    (lambda d: d['tasks']['stack_blocks']['objects']['block_top'].update(shape='cone'),
+     ValueError, 'shape'),
     (lambda d: d['tasks']['stack_blocks']['variants'].update(bad={'ghost': {}}), KeyError, 'ghost'),
 ])
 def test_bad_config_names_file_and_key(raw, mutate, exc, text):

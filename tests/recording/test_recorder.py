@@ -20,7 +20,8 @@ TOPICS = [TopicSpec('/cam', 'sensor_msgs/msg/Image', 30.0),
 
 def _feed(rec: EpisodeRecorder, n_js: int = 100, t0: int = 10**9) -> None:
     for i in range(n_js):
-        rec.on_message('/joint_states', joint_state_raw(t0 + i * 10 * MS, [0.0] * 7), t0 + i * 10 * MS)
+        rec.on_message('/joint_states', joint_state_raw(t0 + i * 10 * MS, [0.0] * 7),
+                       t0 + i * 10 * MS)
         if i % 3 == 0:
             rec.on_message('/cam', image_raw(t0 + i * 10 * MS), t0 + i * 10 * MS)
 

@@ -101,11 +101,14 @@ def test_clamp(robot):
 
 URDF = """<robot name="two_link">
   <link name="base"/>
-  <link name="l1"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <link name="l2"><inertial><origin xyz="0 0 0.3"/><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="l1"><inertial><mass value="1"/>
+    <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="l2"><inertial><origin xyz="0 0 0.3"/><mass value="1"/>
+    <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
   <joint name="a" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
     <limit lower="-1" upper="1" effort="10" velocity="1.5"/></joint>
-  <joint name="b" type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="0 0 0.2"/><axis xyz="0 1 0"/>
+  <joint name="b" type="revolute"><parent link="l1"/><child link="l2"/>
+    <origin xyz="0 0 0.2"/><axis xyz="0 1 0"/>
     <limit lower="-2" upper="2" effort="10" velocity="2.5"/></joint>
 </robot>"""
 

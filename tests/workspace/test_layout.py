@@ -41,8 +41,8 @@ def test_every_console_script_points_at_a_callable():
     for pkg in PACKAGES:
         tree = ast.parse((ROOT / 'src' / pkg / 'setup.py').read_text())
         for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and ' = ' in node.value \
-                    and ':' in node.value:
+            value = node.value if isinstance(node, ast.Constant) else None
+            if isinstance(value, str) and ' = ' in value and ':' in value:
                 declared.append(node.value.split(' = ')[0])
     assert declared, 'no console scripts found'
     for name in declared:

@@ -103,7 +103,10 @@ class LightConfig:
 
 @dataclass
 class ObjectConfig:
-    """One rigid object. size uses MuJoCo half-sizes: box (hx,hy,hz), cylinder (r, half_h), sphere (r)."""
+    """One rigid object.
+
+    size uses MuJoCo half-sizes: box (hx,hy,hz), cylinder (r, half_h), sphere (r).
+    """
 
     name: str
     shape: str
@@ -148,10 +151,11 @@ class TaskConfig:
         out = copy.deepcopy(self.objects)
         for obj_name, override in self.variants[variant].items():
             if obj_name not in out:
-                raise KeyError(f'task {self.name!r} variant {variant!r}: unknown object {obj_name!r}')
+                raise KeyError(f'task {self.name!r} variant {variant!r}: '
+                               f'unknown object {obj_name!r}')
             raw = {**_object_raw(out[obj_name]), **override}
-            out[obj_name] = _parse_object(_Reader(raw, f'task {self.name}', f'variants.{variant}.{obj_name}'),
-                                          obj_name)
+            reader = _Reader(raw, f'task {self.name}', f'variants.{variant}.{obj_name}')
+            out[obj_name] = _parse_object(reader, obj_name)
         return out
 
 
@@ -191,7 +195,8 @@ class LabConfig:
         lights_raw = top.get('lights', [])
         if not isinstance(lights_raw, list):
             raise ValueError(f'{source}: lights must be a list')
-        lights = [_parse_light(_Reader(item, source, f'lights[{i}]')) for i, item in enumerate(lights_raw)]
+        lights = [_parse_light(_Reader(item, source, f'lights[{i}]'))
+                  for i, item in enumerate(lights_raw)]
         tasks_r = top.sub('tasks')
         tasks = {name: _parse_task(tasks_r.sub(name), name) for name in tasks_r.data}
         return cls(source, robot_path, [str(g) for g in robot.get('gripper_joints',

@@ -75,7 +75,8 @@ class BenchLab:
     # ------------------------------------------------------------------ public API
     @property
     def tasks(self) -> dict[str, dict[str, list[str]]]:
-        return {n: {'variants': t.variants, 'regions': list(REGIONS)} for n, t in self._tasks.items()}
+        return {n: {'variants': t.variants, 'regions': list(REGIONS)}
+                for n, t in self._tasks.items()}
 
     @property
     def time(self) -> float:
@@ -89,10 +90,12 @@ class BenchLab:
         task_obj = self._tasks[task]
         variant = 'default' if variant is None else variant
         if variant not in task_obj.variants:
-            raise ValueError(f'unknown variant {variant!r} for task {task!r}; allowed: {task_obj.variants}')
+            raise ValueError(f'unknown variant {variant!r} for task {task!r}; '
+                             f'allowed: {task_obj.variants}')
         if self._scene is not None:
             self._time_base += float(self.data.time)
-        self.task, self.task_name, self.seed, self.region, self.variant = task_obj, task, int(seed), region, variant
+        self.task, self.task_name, self.seed = task_obj, task, int(seed)
+        self.region, self.variant = region, variant
         self.objects = task_obj.cfg.objects_for(variant)
         if self._scene_key != (task, variant):
             self._build(task_obj)
@@ -121,7 +124,8 @@ class BenchLab:
     def command_positions(self, q: np.ndarray) -> None:
         q = np.asarray(q, dtype=float).reshape(-1)
         if q.size != len(self.joint_names):
-            raise ValueError(f'command needs {len(self.joint_names)} values {self.joint_names}, got {q.size}')
+            raise ValueError(f'command needs {len(self.joint_names)} values {self.joint_names}, '
+                             f'got {q.size}')
         q = self.robot.clamp(q)
         if self._latency > 0:
             self._pending.append((float(self.data.time) + self._latency, q))
@@ -140,7 +144,8 @@ class BenchLab:
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         d = self.data
-        return (d.qpos[self._qadr].copy(), d.qvel[self._dadr].copy(), d.qfrc_actuator[self._dadr].copy())
+        return (d.qpos[self._qadr].copy(), d.qvel[self._dadr].copy(),
+                d.qfrc_actuator[self._dadr].copy())
 
     def render(self, camera: str) -> np.ndarray:
         renderer = self._renderer(camera)
@@ -175,9 +180,9 @@ class BenchLab:
                 entry['neck'] = [float(v) for v in obj.neck]
             objects[name] = entry
         ok, _ = self.check_success()
-        return {'task': self.task_name, 'seed': self.seed, 'region': self.region, 'variant': self.variant,
-                'table_z': TABLE_Z, 'objects': objects, 'target': _jsonable(self.task.target),
-                'success': bool(ok)}
+        return {'task': self.task_name, 'seed': self.seed, 'region': self.region,
+                'variant': self.variant, 'table_z': TABLE_Z, 'objects': objects,
+                'target': _jsonable(self.task.target), 'success': bool(ok)}
 
     def check_success(self) -> tuple[bool, str]:
         return self.task.check_success(self._view, self.objects, TABLE_Z)
@@ -190,7 +195,8 @@ class BenchLab:
     # ------------------------------------------------------------------ internals
     def _build(self, task: Task) -> None:
         self.close()
-        scene = build_scene(self.config, self.objects, task.markers(), self.realism, self.robot_path)
+        scene = build_scene(self.config, self.objects, task.markers(), self.realism,
+                            self.robot_path)
         model = scene.model
         if self.realism is not None:
             model.geom_friction[:, 0] *= self.realism.friction_scale
@@ -211,10 +217,12 @@ class BenchLab:
         self._act = np.array([act_of_joint[j] for j in jids])
         for cam in self.camera_names:
             lens = scene.lenses[cam]
-            self._renderers[cam] = mujoco.Renderer(model, height=lens.render_height, width=lens.render_width)
+            self._renderers[cam] = mujoco.Renderer(model, height=lens.render_height,
+                                                   width=lens.render_width)
             if self.realism is not None:
                 c = self.config.cameras[cam]
-                self._sensors[cam] = SensorModel(self.realism, c.width, c.height, seed=zlib.crc32(cam.encode()))
+                self._sensors[cam] = SensorModel(self.realism, c.width, c.height,
+                                                 seed=zlib.crc32(cam.encode()))
 
     def _renderer(self, camera: str) -> mujoco.Renderer:
         if camera not in self._renderers:

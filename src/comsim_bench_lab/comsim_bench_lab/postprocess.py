@@ -1,4 +1,6 @@
-"""Sensor-side image effects of the realism profile: exposure, white balance, vignetting, blur, noise.
+"""Sensor-side image effects of the realism profile.
+
+Exposure, white balance, vignetting, blur and noise.
 
 These happen after the lens (distortion) in a real camera pipeline, so they are applied to
 the distorted W x H image; the per-pixel gain is precomputed once per camera.

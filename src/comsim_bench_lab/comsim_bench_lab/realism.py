@@ -53,13 +53,15 @@ class RealismProfile:
         groups = {}
         for key in top.data:
             if key not in ('render', 'postprocess', 'physics'):
-                raise KeyError(f'{source}: unknown section {key!r}; allowed: render, postprocess, physics')
+                raise KeyError(f'{source}: unknown section {key!r}; '
+                               'allowed: render, postprocess, physics')
             groups[key] = top.sub(key)
         values: dict = {}
         for section in groups.values():
             for key in section.data:
                 if key not in known:
-                    raise KeyError(f'{source}: unknown key {section.where}.{key}; allowed: {sorted(known)}')
+                    raise KeyError(f'{source}: unknown key {section.where}.{key}; '
+                                   f'allowed: {sorted(known)}')
                 values[key] = section
         prof = cls(source=source)
         for key, section in values.items():

@@ -194,7 +194,8 @@ def _add_realism_materials(spec: mujoco.MjSpec, realism: RealismProfile) -> None
             geom.material = 'shiny_mat'
 
 
-def _styles(model: mujoco.MjModel, realism: RealismProfile | None, n_plain_lights: int) -> VisualStyles:
+def _styles(model: mujoco.MjModel, realism: RealismProfile | None,
+            n_plain_lights: int) -> VisualStyles:
     real = {name: getattr(model, name).copy() for name in
             ('geom_matid', 'geom_rgba', 'light_active', 'light_castshadow', 'light_diffuse')}
     plain = {name: arr.copy() for name, arr in real.items()}
@@ -205,5 +206,6 @@ def _styles(model: mujoco.MjModel, realism: RealismProfile | None, n_plain_light
         table_id = model.geom('table').id
         real['geom_rgba'][table_id, :3] = np.clip(real['geom_rgba'][table_id, :3] * 1.25, 0, 1)
         real['light_castshadow'][:] = 1 if realism.shadows else 0
-        real['light_diffuse'][:n_plain_lights] = real['light_diffuse'][:n_plain_lights] * realism.light_color
+        real['light_diffuse'][:n_plain_lights] = (real['light_diffuse'][:n_plain_lights]
+                                                  * realism.light_color)
     return VisualStyles({name: (plain[name], real[name]) for name in real})

@@ -49,7 +49,8 @@ class MoveCard(Task):
         hx, hy = self.zone_half
         dx, dy = abs(pos[0] - c[0]), abs(pos[1] - c[1])
         if dx > hx or dy > hy:
-            return False, f'card centre ({dx:.3f}, {dy:.3f}) m from the zone centre, zone half ({hx}, {hy})'
+            return False, (f'card centre ({dx:.3f}, {dy:.3f}) m from the zone centre, '
+                           f'zone half ({hx}, {hy})')
         if pos[2] > table_z + 0.02:
             return False, 'card is not on the table'
         if not self.is_still(view, self.card):

@@ -36,7 +36,8 @@ class ShakeBottle(Task):
                objects: dict[str, ObjectConfig]) -> dict[str, Placement]:
         r = float(objects[self.bottle].size[0])
         self.target = {'min_lift': self.min_lift, 'min_oscillations': self.min_oscillations}
-        return {self.bottle: Placement(region.sample(rng, margin=r), float(rng.uniform(-np.pi, np.pi)))}
+        return {self.bottle: Placement(region.sample(rng, margin=r),
+                                       float(rng.uniform(-np.pi, np.pi)))}
 
     def update(self, view: ObjectView, table_z: float) -> None:
         pos, _ = view.pose(self.bottle)

@@ -45,7 +45,8 @@ class TrajectoryFollower:
             raise TrajectoryError(f'{len(names)} joint names but {len(values)} values')
         missing = [n for n in self.joint_names if n not in names]
         if missing:
-            raise TrajectoryError(f'joints {missing} missing from goal (expected {self.joint_names})')
+            raise TrajectoryError(
+                f'joints {missing} missing from goal (expected {self.joint_names})')
         index = {n: i for i, n in enumerate(names)}
         return values[[index[n] for n in self.joint_names]]
 

@@ -1,4 +1,4 @@
-"""Episode recorder node: configured topics in (serialized, sensor QoS), one rosbag2 per episode out.
+"""Episode recorder node: configured topics in (serialized), one rosbag2 per episode out.
 
 Episode control by services (`~/start`, `~/stop_success`, `~/stop_failure`, `~/discard`,
 `~/rerecord`) or keys in this terminal (s start, y success, n failure, d discard, r re-record).
@@ -49,7 +49,8 @@ def parse_topic_spec(entry: str) -> TopicSpec:
     """'topic type [rate_hz]' -> TopicSpec, e.g. '/joint_states sensor_msgs/msg/JointState 200'."""
     parts = entry.split()
     if len(parts) not in (2, 3) or parts[1].count('/') != 2:
-        raise ValueError(f'recorder: topic entry {entry!r} must read "TOPIC PKG/msg/TYPE [RATE_HZ]"')
+        raise ValueError(
+            f'recorder: topic entry {entry!r} must read "TOPIC PKG/msg/TYPE [RATE_HZ]"')
     rate = float(parts[2]) if len(parts) == 3 else None
     return TopicSpec(parts[0], parts[1], rate)
 
@@ -175,7 +176,9 @@ class RecorderNode(Node):
             self.get_logger().warn(warning)
 
     def _publish_status(self):
-        self.status_pub.publish(String(data=json.dumps(asdict(self.recorder.status()), default=str)))
+        status = asdict(self.recorder.status())
+        status['subscribed'] = self.subscribed
+        self.status_pub.publish(String(data=json.dumps(status, default=str)))
 
     def _read_keyboard(self):
         keys = {'s': self._start, 'y': lambda: self._stop(True), 'n': lambda: self._stop(False),

@@ -163,7 +163,8 @@ class EpisodeBagWriter:
         """Append one serialized message (log time ``t_ns``); may flush per the policy."""
         conn = self._connections.get(topic)
         if conn is None:
-            raise RecorderError(f'topic {topic!r} is not part of this bag: {list(self._connections)}')
+            raise RecorderError(f'topic {topic!r} is not part of this bag: '
+                                f'{list(self._connections)}')
         self._writer.write(conn, t_ns, raw)
         self.bytes_written += len(raw)
         self.messages_written += 1

@@ -120,7 +120,8 @@ def read_sqlite_tolerant(path: Path, report: RecoveryReport
     try:
         defs = {r[0]: r[1] for r in conn.execute(
             'SELECT topic_type, encoded_message_definition FROM message_definitions')}
-        topics = {tid: TopicDef(name, typ, defs.get(typ, ''), digest or _rihs01(typ, defs.get(typ, '')))
+        topics = {tid: TopicDef(name, typ, defs.get(typ, ''),
+                                digest or _rihs01(typ, defs.get(typ, '')))
                   for tid, name, typ, digest in conn.execute(
                       'SELECT id, name, type, type_description_hash FROM topics')}
         for tid, t, data in conn.execute(

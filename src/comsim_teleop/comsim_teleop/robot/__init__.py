@@ -1,4 +1,7 @@
-"""Robot kinematics shared by every stage: the default ComSim arm and RobotModel (FK, Jacobian, IK)."""
+"""Robot kinematics shared by every stage.
+
+Provides the default ComSim arm and RobotModel (FK, Jacobian, IK).
+"""
 from comsim_teleop.robot.model import (
                                        DEFAULT_ARM_PATH,
                                        IKError,

@@ -123,7 +123,10 @@ class RobotModel:
         return cls(model, mjcf_path, gripper_joints, tcp_site, overrides)
 
     def _velocity_limits(self, jids: list[int], overrides: dict[str, float]) -> np.ndarray:
-        """Per-joint speed limits: custom numeric 'comsim_max_velocity', URDF limits, or defaults."""
+        """Per-joint speed limits.
+
+        From the custom numeric 'comsim_max_velocity', URDF limits, or defaults.
+        """
         n = self.n_arm + 1
         try:
             data = np.array(self.model.numeric('comsim_max_velocity').data, dtype=float)
@@ -134,7 +137,8 @@ class RobotModel:
         out = []
         for j, name in zip(jids, self.arm_joint_names):
             is_slide = int(self.model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_SLIDE)
-            out.append(overrides.get(name, _DEFAULT_PRISMATIC_VEL if is_slide else _DEFAULT_REVOLUTE_VEL))
+            default = _DEFAULT_PRISMATIC_VEL if is_slide else _DEFAULT_REVOLUTE_VEL
+            out.append(overrides.get(name, default))
         out.append(_DEFAULT_PRISMATIC_VEL)
         return np.array(out, dtype=float)
 
