@@ -15,6 +15,11 @@ from rosbags.typesys import Stores, get_typestore
 
 from comsim_teleop.graph import find_executable
 
+# Each test session on its own DDS domain (unless the caller chose one), so two sessions on one
+# machine never answer each other's services. Valid domains are 0-232 with default ports.
+os.environ.setdefault('ROS_DOMAIN_ID', str(1 + os.getpid() % 200))
+os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+
 TS = get_typestore(Stores.ROS2_KILTED)
 JOINTS = ['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6', 'gripper']
 

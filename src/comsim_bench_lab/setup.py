@@ -21,6 +21,7 @@ setup(
     entry_points={
         'console_scripts': [
             'comsim-bench-lab = comsim_bench_lab.node:main',
+            'comsim-calibration-capture = comsim_bench_lab.calibration_rig:main',
         ],
     },
 )

@@ -20,6 +20,11 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
+            'comsim-calibrate = comsim_twin.calibration.cli:main',
+            'comsim-align = comsim_twin.alignment.cli:main',
+            'comsim-twin-replay = comsim_twin.replay.cli:main',
+            'comsim-twin-generate = comsim_twin.generation.cli:main',
+            'comsim-twin = comsim_twin.nodes.twin_node:main',
         ],
     },
 )

@@ -1,0 +1,175 @@
+"""Scene alignment accuracy against the bench lab's ground truth (issue 3, part 3).
+
+For several layouts (tasks x variants x seeds, ID and OOD regions) the bench lab renders each
+camera with its realism on; the frames are written as a small episode (EpisodeBagWriter) and
+align_episode reads that bag, as it would a recorded one. Cameras: the bench lab's TRUE
+calibration (camera_info) until the calibration stage's TwinCameras are passed with
+--calibration DIR. Reports position/yaw/colour errors per object, and their summary.
+
+    .venv/bin/python bench/alignment_accuracy.py [--seeds 3] [--backend projection|mujoco]
+        [--json bench/results/alignment_accuracy.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from rosbags.typesys import Stores, get_typestore
+
+from comsim_bench_lab.config import LabConfig
+from comsim_bench_lab.lab import BenchLab
+from comsim_bench_lab.realism import RealismProfile
+from comsim_teleop.recording.bag_writer import EpisodeBagWriter
+from comsim_teleop.recording.topics import TopicSpec
+from comsim_twin.alignment import align_episode, load_sheet
+from comsim_twin.alignment.colours import delta_e76, rgb_distance
+from comsim_twin.alignment.localise import wrap_yaw, yaw_period
+from comsim_twin.scene import TwinCamera
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG_DIR = ROOT / 'config' / 'bench_lab'
+TS = get_typestore(Stores.ROS2_KILTED)
+LAYOUTS = [('stack_blocks', 'default'), ('stack_blocks', 'large'), ('stack_blocks', 'cylinders'),
+           ('stack_blocks', 'green_yellow'), ('move_card', 'default'), ('move_card', 'red'),
+           ('move_card', 'blue'), ('shake_bottle', 'default'), ('shake_bottle', 'tall'),
+           ('shake_bottle', 'amber'), ('shake_bottle', 'blue')]
+
+
+def make_lab(realism: bool = True) -> BenchLab:
+    cfg = LabConfig.load(CONFIG_DIR / 'lab.yaml')
+    prof = RealismProfile.load(CONFIG_DIR / 'realism.yaml') if realism else None
+    return BenchLab(cfg, prof)
+
+
+def true_cameras(lab: BenchLab) -> dict[str, TwinCamera]:
+    """TwinCameras from the bench lab's ground-truth calibration (stand-in for calibration)."""
+    out = {}
+    for name in lab.camera_names:
+        c = lab.camera_info(name)
+        out[name] = TwinCamera(name, c.width, c.height, np.asarray(c.K, float),
+                               np.asarray(c.D, float), np.asarray(c.T_base_camera, float),
+                               f'/cameras/{name}/image_raw')
+    return out
+
+
+def image_msg(image: np.ndarray, t_ns: int, frame: str) -> bytes:
+    T = TS.types['builtin_interfaces/msg/Time']
+    header = TS.types['std_msgs/msg/Header'](stamp=T(sec=t_ns // 10**9, nanosec=t_ns % 10**9),
+                                             frame_id=frame)
+    h, w = image.shape[:2]
+    msg = TS.types['sensor_msgs/msg/Image'](header=header, height=h, width=w, encoding='rgb8',
+                                            is_bigendian=0, step=w * 3,
+                                            data=np.ascontiguousarray(image).reshape(-1))
+    return bytes(TS.serialize_cdr(msg, 'sensor_msgs/msg/Image'))
+
+
+def write_first_frames(lab: BenchLab, path: Path, frames: int = 2,
+                       cameras: list[str] | None = None) -> Path:
+    """A small episode bag: `frames` realism renders per camera of the lab's current state."""
+    cameras = cameras if cameras is not None else lab.camera_names
+    topics = [TopicSpec(f'/cameras/{c}/image_raw', 'sensor_msgs/msg/Image', 30.0)
+              for c in cameras]
+    writer = EpisodeBagWriter(path, topics)
+    writer.open()
+    for i in range(frames):
+        t_ns = 10**9 + i * 33_333_333
+        for c in cameras:
+            writer.write(f'/cameras/{c}/image_raw', image_msg(lab.render(c), t_ns, c), t_ns)
+    writer.close()
+    return path
+
+
+def ground_truth_yaw(quat: list[float]) -> float:
+    return float(2 * np.arctan2(quat[3], quat[0]))
+
+
+def errors(report, truth: dict, sheet_objects: dict) -> dict[str, dict]:
+    """Per object: position error (m), yaw error (rad, modulo the shape's symmetry), colour
+    errors (RGB distance and ΔE76 vs the bench's nominal colour)."""
+    out = {}
+    for name, rep in report.objects.items():
+        gt = truth[name]
+        period = yaw_period(sheet_objects[name])
+        yaw_err = (abs(wrap_yaw(rep.yaw - ground_truth_yaw(gt['quat']), period))
+                   if period else None)
+        out[name] = {
+            'position_error_m': float(np.linalg.norm(np.array(rep.position[:2])
+                                                     - np.array(gt['pos'][:2]))),
+            'first_estimate_error_m': float(np.linalg.norm(np.array(rep.first_estimate[:2])
+                                                           - np.array(gt['pos'][:2]))),
+            'yaw_error_rad': yaw_err, 'iou': rep.iou,
+            'colour': rep.colour, 'true_colour': gt['color'],
+            'colour_rgb_error': rgb_distance(rep.colour, gt['color']),
+            'colour_delta_e': delta_e76(rep.colour, gt['color'])}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--seeds', type=int, default=2)
+    ap.add_argument('--backend', choices=('projection', 'mujoco'), default='projection')
+    ap.add_argument('--json', type=Path, default=ROOT / 'bench/results/alignment_accuracy.json')
+    args = ap.parse_args(argv)
+    lab = make_lab()
+    cams = true_cameras(lab)
+    sheet = load_sheet()
+    backend = None
+    if args.backend == 'mujoco':
+        from comsim_twin.backends import make_backend
+        backend = make_backend('mujoco')
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for task, variant in LAYOUTS:
+            for region in ('id', 'ood'):
+                for seed in range(args.seeds):
+                    lab.reset(task, seed, region, variant)
+                    ep = write_first_frames(lab, Path(tmp) / f'{task}_{variant}_{region}_{seed}')
+                    truth = lab.task_state()['objects']
+                    t0 = time.perf_counter()
+                    _, report = align_episode(ep, cams, sheet, task, variant, backend)
+                    dt = time.perf_counter() - t0
+                    errs = errors(report, truth, sheet.objects(task, variant))
+                    rows.append({'task': task, 'variant': variant, 'region': region,
+                                 'seed': seed, 'seconds': dt, 'objects': errs,
+                                 'warnings': report.warnings})
+                    worst = max(e['position_error_m'] for e in errs.values())
+                    print(f'{task:13s} {variant:12s} {region:3s} seed {seed}: worst position '
+                          f'error {worst * 1000:5.1f} mm, {dt:.2f} s', flush=True)
+    if backend is not None:
+        backend.close()
+    objs = [o for r in rows for o in r['objects'].values()]
+    pos = np.array([o['position_error_m'] for o in objs])
+    yaws = np.array([o['yaw_error_rad'] for o in objs if o['yaw_error_rad'] is not None])
+    summary = {
+        'objects': len(objs), 'layouts': len(rows),
+        'position_error_mm': {'mean': 1000 * pos.mean(), 'median': 1000 * np.median(pos),
+                              'p95': 1000 * np.quantile(pos, 0.95), 'max': 1000 * pos.max()},
+        'under_1cm': float((pos < 0.01).mean()),
+        'yaw_error_deg': {'mean': float(np.degrees(yaws.mean())),
+                          'max': float(np.degrees(yaws.max()))} if len(yaws) else None,
+        'colour_rgb_error': {'mean': float(np.mean([o['colour_rgb_error'] for o in objs])),
+                             'max': float(np.max([o['colour_rgb_error'] for o in objs]))},
+        'colour_delta_e': {'mean': float(np.mean([o['colour_delta_e'] for o in objs])),
+                           'max': float(np.max([o['colour_delta_e'] for o in objs]))},
+        'seconds_per_layout': float(np.mean([r['seconds'] for r in rows]))}
+    result = {'command': ' '.join([Path(sys.executable).name, *sys.argv]),
+              'machine': {'platform': platform.platform(), 'cpus': os.cpu_count(),
+                          'python': platform.python_version()},
+              'cameras': 'bench lab true camera_info (calibration stage not yet wired)',
+              'renderer': args.backend, 'summary': summary, 'layouts': rows}
+    print(json.dumps(summary, indent=2, default=float))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=1, default=float))
+    print(f'wrote {args.json}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

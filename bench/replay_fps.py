@@ -1,0 +1,107 @@
+"""Replay throughput (issue 3): frames/s of a full twin replay (physics, bag read and write,
+renders) against raw MuJoCo rendering of the same scene in the same process (the ceiling).
+
+A "real" episode is recorded first from the bench lab (realism on; recording helper shared with
+tests/twin) and its twin scene taken from the bench lab's true calibration and object poses, so
+the numbers measure the replay machinery, not calibration quality. Target: ratio >= 0.8.
+
+    .venv/bin/python bench/replay_fps.py [--camera-hz 30] [--scale 1.0] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'tests' / 'twin'))
+
+from test_replay_support import record_episode  # noqa: E402
+
+from comsim_teleop.episodes import Episode  # noqa: E402
+from comsim_twin.backends import make_backend  # noqa: E402
+from comsim_twin.replay import replay_episode  # noqa: E402
+
+
+def raw_render_fps(backend, n: int) -> dict[str, float]:
+    """Frames/s rendering the cameras in turn: MuJoCo alone, and with the lens warp."""
+    cams = backend.camera_names
+    out = {}
+    for name, render in (('mujoco_raw', backend.render_padded), ('backend_render',
+                                                                 backend.render)):
+        for cam in cams:
+            render(cam)
+        t0 = time.perf_counter()
+        for i in range(n):
+            render(cams[i % len(cams)])
+        out[name] = n / (time.perf_counter() - t0)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--task', default='move_card')
+    ap.add_argument('--camera-hz', type=float, default=30.0)
+    ap.add_argument('--joint-hz', type=float, default=200.0)
+    ap.add_argument('--scale', type=float, default=1.0, help='camera size vs lab.yaml (320x240)')
+    ap.add_argument('--repeats', type=int, default=2)
+    ap.add_argument('--json', type=Path, default=ROOT / 'bench' / 'results' / 'replay_fps.json')
+    args = ap.parse_args(argv)
+
+    tmp = Path(tempfile.mkdtemp(prefix='replay_fps_'))
+    t0 = time.perf_counter()
+    bag, scene, _ = record_episode(tmp / 'real', args.task, 0, camera_hz=args.camera_hz,
+                                   joint_hz=args.joint_hz, scale=args.scale)
+    record_s = time.perf_counter() - t0
+    with Episode.open(bag) as ep:
+        counts = {t: s.count for t, s in ep.streams.items()}
+    backend = make_backend('mujoco')
+    result: dict = {'task': args.task, 'episode_messages': counts, 'record_s': record_s,
+                    'cameras': {c.name: [c.width, c.height] for c in scene.cameras.values()},
+                    'modes': {}}
+    try:
+        # Interleaved (raw, replay) pairs: the machine's load drifts (2 shared cores), so each
+        # replay is compared with raw rendering measured right before it.
+        for mode in ('kinematic', 'dynamic'):
+            runs = []
+            for r in range(args.repeats):
+                backend.build(scene)
+                raw = raw_render_fps(backend, 100)
+                t0 = time.perf_counter()
+                paired = replay_episode(bag, scene, backend, mode, tmp / f'paired_{r}')
+                wall = time.perf_counter() - t0
+                with Episode.open(paired) as ep:
+                    frames = sum(s.count for t, s in ep.streams.items()
+                                 if t.startswith('/sim/cameras/'))
+                runs.append({'replay_fps': frames / wall, **raw,
+                             'ratio_vs_mujoco_raw': frames / wall / raw['mujoco_raw'],
+                             'ratio_vs_backend_render': frames / wall / raw['backend_render']})
+            ratios = [x['ratio_vs_mujoco_raw'] for x in runs]
+            result['modes'][mode] = {'frames': frames,
+                                     'ratio_vs_mujoco_raw_median': float(np.median(ratios)),
+                                     'ratio_vs_mujoco_raw_best': max(ratios), 'runs': runs}
+    finally:
+        backend.close()
+    result['target_ratio'] = 0.8
+    result['command'] = shlex.join([sys.executable, *sys.argv])
+    result['machine'] = {'platform': platform.platform(), 'cpus': os.cpu_count(),
+                         'python': platform.python_version(), 'mujoco': mujoco.__version__,
+                         'MUJOCO_GL': os.environ.get('MUJOCO_GL', '')}
+    print(json.dumps(result, indent=2))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2))
+    print(f'wrote {args.json}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

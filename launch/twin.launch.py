@@ -1,0 +1,29 @@
+"""The digital twin's cameras: replay a recorded episode, or mirror the live arm.
+
+    ros2 launch launch/twin.launch.py       # what config/twin.yaml says (mode, bag, scene)
+    comsim-launch launch/twin.launch.py     # the same graph without ros2 launch
+
+`NODES` is the one description of the graph; `comsim-launch` reads it where `launch` is not
+installed (pip installs), `generate_launch_description` where it is.
+"""
+from pathlib import Path
+
+CONFIG = Path(__file__).resolve().parent.parent / 'config'
+
+NODES = [
+    {'package': 'comsim_twin', 'executable': 'comsim-twin', 'name': 'twin',
+     'params': ['twin.yaml']},
+]
+ARGUMENTS = {}
+
+
+def generate_launch_description():
+    from launch_ros.actions import Node
+
+    from launch import LaunchDescription
+
+    return LaunchDescription([
+        Node(package=spec['package'], executable=spec['executable'], name=spec['name'],
+             parameters=[str(CONFIG / p) for p in spec['params']], output='screen',
+             emulate_tty=True)
+        for spec in NODES])

@@ -1,0 +1,54 @@
+"""The one interface every twin backend implements (MuJoCo embedded, Isaac Sim on RTX GPUs)."""
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from comsim_twin.scene import TwinScene
+
+
+class BackendUnavailableError(RuntimeError):
+    """The simulator behind a backend is not installed or cannot run on this machine."""
+
+
+class TwinBackend(Protocol):
+    """Build a scene, drive the arm, step physics, render the calibrated cameras."""
+
+    joint_names: list[str]
+    camera_names: list[str]
+    timestep: float
+
+    def build(self, scene: TwinScene) -> None:
+        """(Re)build the world from a twin scene; the arm starts at the robot's home pose."""
+
+    def set_joint_positions(self, q: np.ndarray) -> None:
+        """Kinematic: place the arm (and gripper) exactly at q, zero velocity."""
+
+    def command_positions(self, q: np.ndarray) -> None:
+        """Dynamic: position targets for the arm's actuators."""
+
+    def step(self, n: int = 1) -> None:
+        """Advance physics n steps."""
+
+    @property
+    def time(self) -> float: ...
+
+    def joint_positions(self) -> np.ndarray: ...
+
+    def render(self, camera: str, distort: bool = True) -> np.ndarray:
+        """HxWx3 uint8 RGB through the calibrated camera model (distortion included).
+
+        distort=False: the ideal pinhole view of the same calibration (K, W x H)."""
+
+    def render_segmentation(self, camera: str, distort: bool = True) -> dict[str, np.ndarray]:
+        """Boolean mask per object name (for alignment by render-and-compare)."""
+
+    def set_object_pose(self, name: str, pos: np.ndarray,
+                        quat: np.ndarray = (1.0, 0.0, 0.0, 0.0)) -> None:
+        """Place object `name` at centre pos (base frame), orientation quat (w x y z), at rest."""
+
+    def object_states(self) -> dict[str, dict]:
+        """name -> {'pos': [3], 'quat': [4], 'lin_vel': [3], 'ang_vel': [3]}."""
+
+    def close(self) -> None: ...

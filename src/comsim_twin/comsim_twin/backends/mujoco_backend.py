@@ -1,0 +1,209 @@
+"""MujocoTwin: the embedded twin backend (CPU, EGL offscreen), pixel-aligned with calibration.
+
+Every camera renders a padded ideal pinhole image that ``comsim_teleop.camera.Lens`` warps into
+the calibrated camera's raw (distorted) view, the same code path the lab images went through.
+"""
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+from comsim_teleop.camera import Lens
+from comsim_teleop.robot.model import RobotModel
+from comsim_twin.backends.mjcf import ROBOT_PREFIX, TwinModel, compose
+from comsim_twin.scene import TwinScene
+
+
+class TwinNotBuiltError(RuntimeError):
+    """A MujocoTwin method that needs a world was called before build()."""
+
+
+class MujocoTwin:
+    """TwinBackend on MuJoCo. Joint vector: the robot's arm joints, then 'gripper' (m)."""
+
+    name = 'mujoco'
+
+    def __init__(self, shadows: bool = False):
+        self.shadows = shadows
+        self.joint_names: list[str] = []
+        self.camera_names: list[str] = []
+        self.object_names: list[str] = []
+        self.timestep = 0.0
+        self.robot: RobotModel | None = None
+        self.model: mujoco.MjModel | None = None
+        self.data: mujoco.MjData | None = None
+        self.scene: TwinScene | None = None
+        self._twin: TwinModel | None = None
+        self._renderers: dict[str, mujoco.Renderer] = {}
+
+    # ------------------------------------------------------------------ world
+    def build(self, scene: TwinScene) -> None:
+        self.close()
+        robot = RobotModel.load(scene.robot_model or None)
+        arm = [ROBOT_PREFIX + n for n in robot.arm_joint_names]
+        grip = [ROBOT_PREFIX + n for n in robot.gripper_joint_names]
+        twin = compose(scene, robot.mjcf_path, arm + grip[:1], shadows=self.shadows)
+        model = twin.model
+        self.robot, self.scene, self._twin, self.model = robot, scene, twin, model
+        self.data = mujoco.MjData(model)
+        self.joint_names = list(robot.joint_names)
+        self.camera_names = list(twin.lenses)
+        self.object_names = list(twin.object_names)
+        self.timestep = float(model.opt.timestep)
+        jids = [model.joint(n).id for n in arm]
+        self._qadr = np.array([model.jnt_qposadr[j] for j in jids], dtype=int)
+        self._dadr = np.array([model.jnt_dofadr[j] for j in jids], dtype=int)
+        self._grip_qadr = [int(model.jnt_qposadr[model.joint(g).id]) for g in grip]
+        self._grip_dadr = [int(model.jnt_dofadr[model.joint(g).id]) for g in grip]
+        act_of_joint = {int(model.actuator_trnid[a, 0]): a for a in range(model.nu)
+                        if model.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT}
+        driven = jids + ([model.joint(grip[0]).id] if grip else [])
+        self._act = np.array([act_of_joint[j] for j in driven], dtype=int)
+        self._obj = {}
+        for name in self.object_names:
+            jid = model.joint(f'{name}_free').id
+            self._obj[name] = (model.body(name).id, int(model.jnt_qposadr[jid]),
+                               int(model.jnt_dofadr[jid]))
+        self._geom_label = self._label_table()
+        for cam, lens in twin.lenses.items():
+            self._renderers[cam] = mujoco.Renderer(model, height=lens.render_height,
+                                                   width=lens.render_width)
+        self.set_joint_positions(robot.home)
+
+    def _label_table(self) -> np.ndarray:
+        """geom id -> 1 + object index (0 = not an object); last entry for 'no geom' (-1)."""
+        model = self.model
+        table = np.zeros(model.ngeom + 1, dtype=np.uint16)
+        index = {self._obj[n][0]: i + 1 for i, n in enumerate(self.object_names)}
+        for g in range(model.ngeom):
+            table[g] = index.get(int(model.geom_bodyid[g]), 0)
+        return table
+
+    def _need(self) -> tuple[mujoco.MjModel, mujoco.MjData]:
+        if self.model is None or self.data is None:
+            raise TwinNotBuiltError('MujocoTwin: call build(scene) first')
+        return self.model, self.data
+
+    # ------------------------------------------------------------------ arm
+    def _check_q(self, q: np.ndarray) -> np.ndarray:
+        q = np.asarray(q, dtype=float).reshape(-1)
+        if q.size != len(self.joint_names):
+            raise ValueError(f'need {len(self.joint_names)} joint values {self.joint_names}, '
+                             f'got {q.size}')
+        return q
+
+    def set_joint_positions(self, q: np.ndarray) -> None:
+        model, data = self._need()
+        q = self._check_q(q)
+        data.qpos[self._qadr] = q[:-1]
+        data.qvel[self._dadr] = 0.0
+        for qa, da in zip(self._grip_qadr, self._grip_dadr):
+            data.qpos[qa] = q[-1]
+            data.qvel[da] = 0.0
+        data.ctrl[self._act] = q[:len(self._act)]   # hold the pose when physics runs
+        mujoco.mj_forward(model, data)
+
+    def command_positions(self, q: np.ndarray) -> None:
+        _, data = self._need()
+        q = self.robot.clamp(self._check_q(q))
+        data.ctrl[self._act] = q[:len(self._act)]
+
+    def step(self, n: int = 1) -> None:
+        model, data = self._need()
+        for _ in range(int(n)):
+            mujoco.mj_step(model, data)
+
+    @property
+    def time(self) -> float:
+        return 0.0 if self.data is None else float(self.data.time)
+
+    def joint_positions(self) -> np.ndarray:
+        _, data = self._need()
+        grip = data.qpos[self._grip_qadr[0]] if self._grip_qadr else 0.0
+        return np.append(data.qpos[self._qadr], grip)
+
+    # ------------------------------------------------------------------ objects
+    def _object(self, name: str) -> tuple[int, int, int]:
+        if name not in self._obj:
+            raise KeyError(f'unknown object {name!r}; scene has {self.object_names}')
+        return self._obj[name]
+
+    def set_object_pose(self, name: str, pos, quat=(1.0, 0.0, 0.0, 0.0)) -> None:
+        """Place an object (centre pos, quat w x y z), at rest."""
+        model, data = self._need()
+        _, qa, da = self._object(name)
+        quat = np.asarray(quat, dtype=float).reshape(4)
+        norm = np.linalg.norm(quat)
+        if norm < 1e-9:
+            raise ValueError(f'object {name!r}: quaternion {quat.tolist()} has zero norm')
+        data.qpos[qa:qa + 3] = np.asarray(pos, dtype=float).reshape(3)
+        data.qpos[qa + 3:qa + 7] = quat / norm
+        data.qvel[da:da + 6] = 0.0
+        mujoco.mj_forward(model, data)
+
+    def object_states(self) -> dict[str, dict]:
+        """Pose and velocity of each object; velocities in the base (world) frame."""
+        _, data = self._need()
+        out = {}
+        for name, (bid, _, da) in self._obj.items():
+            rot = data.xmat[bid].reshape(3, 3)
+            out[name] = {'pos': data.xpos[bid].copy(), 'quat': data.xquat[bid].copy(),
+                         'lin_vel': data.qvel[da:da + 3].copy(),
+                         'ang_vel': rot @ data.qvel[da + 3:da + 6]}
+        return out
+
+    # ------------------------------------------------------------------ cameras
+    def _renderer(self, camera: str) -> mujoco.Renderer:
+        self._need()
+        if camera not in self._renderers:
+            raise KeyError(f'unknown camera {camera!r}; scene has {self.camera_names}')
+        return self._renderers[camera]
+
+    def lens(self, camera: str) -> Lens:
+        """The camera's Lens (padded render size, distortion maps), for aligned overlays."""
+        self._renderer(camera)
+        return self._twin.lenses[camera]
+
+    def render_padded(self, camera: str) -> np.ndarray:
+        """The padded ideal pinhole render (before lens distortion)."""
+        renderer = self._renderer(camera)
+        renderer.update_scene(self.data, camera=camera)
+        return renderer.render()
+
+    def render(self, camera: str, distort: bool = True) -> np.ndarray:
+        """HxWx3 uint8 RGB; distort=False gives the calibrated ideal pinhole view."""
+        padded = self.render_padded(camera)
+        lens = self._twin.lenses[camera]
+        return lens.distort(padded) if distort else lens.crop(padded).copy()
+
+    def render_labels(self, camera: str, distort: bool = True) -> np.ndarray:
+        """HxW uint16: 1 + index into object_names per pixel, 0 where no object is seen."""
+        renderer = self._renderer(camera)
+        renderer.enable_segmentation_rendering()
+        try:
+            renderer.update_scene(self.data, camera=camera)
+            seg = renderer.render()
+        finally:
+            renderer.disable_segmentation_rendering()
+        ids, types = seg[..., 0], seg[..., 1]
+        is_geom = (types == int(mujoco.mjtObj.mjOBJ_GEOM)) & (ids >= 0)
+        labels = np.where(is_geom, self._geom_label[np.where(is_geom, ids, -1)], 0)
+        labels = labels.astype(np.uint16)
+        lens = self._twin.lenses[camera]
+        return lens.distort_labels(labels) if distort else lens.crop(labels).copy()
+
+    def render_segmentation(self, camera: str, distort: bool = True) -> dict[str, np.ndarray]:
+        """Boolean visible-pixel mask per object (occlusion by the arm and others included)."""
+        labels = self.render_labels(camera, distort)
+        return {name: labels == i + 1 for i, name in enumerate(self.object_names)}
+
+    def close(self) -> None:
+        for renderer in self._renderers.values():
+            renderer.close()
+        self._renderers.clear()
+
+    def __enter__(self) -> 'MujocoTwin':
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

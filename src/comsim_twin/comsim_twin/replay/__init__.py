@@ -1,0 +1,13 @@
+"""Replay recorded episodes in the twin: paired episodes (real | sim), gap report, batch CLI."""
+from comsim_twin.replay.gap import gap_report, side_by_side
+from comsim_twin.replay.paired import PairedEpisodeWriter, is_complete
+from comsim_twin.replay.replay import (
+    EpisodeReplay,
+    ReplayError,
+    ReplayEvent,
+    paired_path,
+    replay_episode,
+)
+
+__all__ = ['EpisodeReplay', 'PairedEpisodeWriter', 'ReplayError', 'ReplayEvent', 'gap_report',
+           'is_complete', 'paired_path', 'replay_episode', 'side_by_side']

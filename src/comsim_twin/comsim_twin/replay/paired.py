@@ -1,0 +1,134 @@
+"""Paired episodes: a real episode and its twin replay in one rosbag2, on one time base.
+
+Layout (a normal episode directory, readable by ``comsim_teleop.episodes.Episode``):
+
+* ``/real/cameras/<cam>/image_raw``: the recorded images, bytes copied as recorded;
+* ``/sim/cameras/<cam>/image_raw``: twin renders with the SAME header stamps (and log times);
+* ``/joint_states`` and the command topic exactly as recorded;
+* ``/sim/joint_states``: what the twin's arm achieved, stamped like the recorded joint states;
+* ``episode.yaml``: source episode, mode, twin scene, provenance and ``status: complete``.
+
+The bag is written into a hidden ``.partial`` directory and renamed when complete, so a
+directory under its final name is always a finished paired episode (what makes batches resumable).
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from comsim_teleop.episodes.reader import IMAGE, JOINT_STATE
+from comsim_teleop.recording.bag_writer import EpisodeBagWriter
+from comsim_teleop.recording.sidecar import read_sidecar, write_sidecar
+from comsim_teleop.recording.topics import TopicSpec
+
+FORMAT = 'comsim-paired-episode/1'
+SIM_JOINT_STATES = '/sim/joint_states'
+COMPLETE = 'complete'
+
+
+def real_image_topic(camera: str) -> str:
+    return f'/real/cameras/{camera}/image_raw'
+
+
+def sim_image_topic(camera: str) -> str:
+    return f'/sim/cameras/{camera}/image_raw'
+
+
+def is_complete(path: Path) -> bool:
+    """Whether ``path`` holds a finished paired episode."""
+    side = read_sidecar(Path(path)) if Path(path).is_dir() else None
+    return bool(side) and side.get('format') == FORMAT and side.get('status') == COMPLETE
+
+
+def paired_cameras(path: Path) -> list[str]:
+    """Camera names of a paired episode, from its sidecar."""
+    side = read_sidecar(Path(path))
+    if not side or side.get('format') != FORMAT:
+        raise ValueError(f'{path} is not a paired episode (no {FORMAT} episode.yaml)')
+    return list(side.get('cameras') or [])
+
+
+class PairedEpisodeWriter:
+    """Writes one paired episode; ``finish(sidecar)`` publishes it under its final name."""
+
+    def __init__(self, path: Path, cameras: list[str], joint_topic: str,
+                 command_topic: str | None, command_msgtype: str | None) -> None:
+        self.path = Path(path)
+        self.partial = self.path.with_name(f'.{self.path.name}.partial')
+        self.cameras = list(cameras)
+        self.joint_topic = joint_topic
+        self.command_topic = command_topic
+        topics = [TopicSpec(joint_topic, JOINT_STATE), TopicSpec(SIM_JOINT_STATES, JOINT_STATE)]
+        if command_topic:
+            topics.append(TopicSpec(command_topic, str(command_msgtype)))
+        for cam in self.cameras:
+            topics += [TopicSpec(real_image_topic(cam), IMAGE), TopicSpec(sim_image_topic(cam),
+                                                                          IMAGE)]
+        if self.path.exists():
+            raise FileExistsError(f'{self.path} exists; remove it to replay again')
+        shutil.rmtree(self.partial, ignore_errors=True)  # left over by an interrupted run
+        self.partial.parent.mkdir(parents=True, exist_ok=True)
+        self._writer = EpisodeBagWriter(self.partial, topics)
+        self._ts = self._writer.typestore
+        self._writer.open()
+        self.counts: dict[str, int] = {t.name: 0 for t in topics}
+
+    # ---------------------------------------------------------------- recorded (raw) streams
+    def write_raw(self, topic: str, raw: bytes | memoryview, log_ns: int) -> None:
+        """A recorded message, unchanged: joint states, commands (topic as recorded)."""
+        self._write(topic, raw, log_ns)
+
+    def write_real_image(self, camera: str, raw: bytes | memoryview, log_ns: int) -> None:
+        self._write(real_image_topic(camera), raw, log_ns)
+
+    # ---------------------------------------------------------------- twin streams
+    def write_sim_image(self, camera: str, rgb: np.ndarray, stamp_ns: int, log_ns: int,
+                        frame_id: str = '') -> None:
+        rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
+        h, w = rgb.shape[:2]
+        msg = self._ts.types[IMAGE](
+            header=self._header(stamp_ns, frame_id or f'{camera}_optical_frame'), height=h,
+            width=w, encoding='rgb8', is_bigendian=0, step=w * 3, data=rgb.reshape(-1))
+        self._write(sim_image_topic(camera), self._ts.serialize_cdr(msg, IMAGE), log_ns)
+
+    def write_sim_joint_state(self, names: list[str], position: np.ndarray, stamp_ns: int,
+                              log_ns: int) -> None:
+        msg = self._ts.types[JOINT_STATE](
+            header=self._header(stamp_ns, ''), name=list(names),
+            position=np.asarray(position, dtype=np.float64), velocity=np.zeros(0),
+            effort=np.zeros(0))
+        self._write(SIM_JOINT_STATES, self._ts.serialize_cdr(msg, JOINT_STATE), log_ns)
+
+    # ---------------------------------------------------------------- end
+    def finish(self, sidecar: dict[str, Any]) -> Path:
+        """Close the bag, write ``episode.yaml`` (status complete) and move it into place."""
+        self._writer.close()
+        data = {'format': FORMAT, 'status': COMPLETE, 'cameras': self.cameras,
+                'joint_topic': self.joint_topic, 'command_topic': self.command_topic,
+                'counts': dict(self.counts), **sidecar}
+        write_sidecar(self.partial, data)
+        # rosbag2 names the storage file after the directory: keep the final name inside.
+        inner = self._writer.storage_file
+        final_inner = inner.with_name(f'{self.path.name}{inner.suffix}')
+        inner.rename(final_inner)
+        meta = self.partial / 'metadata.yaml'
+        meta.write_text(meta.read_text().replace(inner.name, final_inner.name))
+        self.partial.rename(self.path)
+        return self.path
+
+    def abort(self) -> None:
+        """Drop everything written (an error stopped the replay)."""
+        self._writer.abort()
+        shutil.rmtree(self.partial, ignore_errors=True)
+
+    def _write(self, topic: str, raw: bytes | memoryview, log_ns: int) -> None:
+        self._writer.write(topic, raw, int(log_ns))
+        self.counts[topic] += 1
+
+    def _header(self, stamp_ns: int, frame_id: str) -> Any:
+        t = self._ts.types['builtin_interfaces/msg/Time'](sec=int(stamp_ns // 10**9),
+                                                         nanosec=int(stamp_ns % 10**9))
+        return self._ts.types['std_msgs/msg/Header'](stamp=t, frame_id=frame_id)

@@ -1,0 +1,279 @@
+"""Replay a recorded (real) episode in the twin, on the real episode's time base.
+
+``EpisodeReplay`` walks the recorded messages in log-time order and keeps the twin in step:
+
+* kinematic: at every physics step the arm is placed at the recorded joint positions (linear
+  interpolation between joint-state stamps) while the objects follow physics;
+* dynamic: the recorded commands drive the arm's actuators through physics, with
+  joint_trajectory_controller semantics (``TrajectoryFollower``), each applied when it was
+  received (its log time).
+
+At each recorded camera image the twin renders that camera at the image's header stamp; at each
+recorded joint state it reads what the twin's arm achieved. ``replay_episode`` writes all of it
+as a paired episode (``paired.py``); the ROS node publishes the same events live.
+"""
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rosbags.highlevel import AnyReader
+from rosbags.typesys import Stores, get_typestore
+
+from comsim_teleop.control.trajectory import TrajectoryFollower, TrajectoryPoint
+from comsim_teleop.episodes import Episode, MissingTopicError
+from comsim_teleop.episodes.decode import deserialize_tolerant
+from comsim_teleop.episodes.images import stamp_ns
+from comsim_teleop.episodes.reader import FLOAT_ARRAY, IMAGE, TRAJECTORY
+from comsim_twin.replay.paired import PairedEpisodeWriter
+from comsim_twin.scene import TwinScene
+
+MODES = ('kinematic', 'dynamic')
+COMMAND_TOPICS = ('/joint_trajectory_controller/joint_trajectory',
+                  '/forward_position_controller/commands')
+
+
+class ReplayError(ValueError):
+    """The episode cannot be replayed in this twin (missing topic, joint or camera mismatch)."""
+
+
+@dataclass
+class ReplayEvent:
+    """One recorded message and what the twin produced for it.
+
+    kind 'image': ``sim_image`` is the twin's render of ``camera`` at ``stamp_ns``;
+    kind 'joints': ``sim_q`` is the twin arm's achieved position at ``stamp_ns``;
+    kind 'command': a recorded command, applied to the twin in dynamic mode.
+    """
+    kind: str
+    topic: str
+    raw: bytes
+    log_ns: int
+    stamp_ns: int
+    camera: str | None = None
+    sim_image: np.ndarray | None = None
+    sim_q: np.ndarray | None = None
+
+
+def interpolate_clamped(t_src: np.ndarray, values: np.ndarray, t: int) -> np.ndarray:
+    """Linear interpolation of rows of ``values`` at ``t``, held at the first/last sample."""
+    if t <= t_src[0]:
+        return values[0].copy()
+    if t >= t_src[-1]:
+        return values[-1].copy()
+    hi = int(np.searchsorted(t_src, t, side='right'))
+    lo = hi - 1
+    w = (t - t_src[lo]) / (t_src[hi] - t_src[lo])
+    return (1.0 - w) * values[lo] + w * values[hi]
+
+
+def camera_topics(scene: TwinScene) -> dict[str, str]:
+    """Image topic of each scene camera; ``/cameras/<name>/image_raw`` where none is given."""
+    return {name: cam.topic or f'/cameras/{name}/image_raw' for name, cam in scene.cameras.items()}
+
+
+class EpisodeReplay:
+    """Drives a built twin through one recorded episode; iterate ``events()`` once."""
+
+    def __init__(self, episode: Episode, scene: TwinScene, backend: Any,
+                 mode: str = 'kinematic', joint_topic: str = '/joint_states',
+                 command_topic: str | None = None, distro: Stores = Stores.ROS2_KILTED) -> None:
+        if mode not in MODES:
+            raise ReplayError(f'mode {mode!r} unknown; choose one of {MODES}')
+        self.episode, self.scene, self.backend, self.mode = episode, scene, backend, mode
+        self.joint_topic, self.distro = joint_topic, distro
+        self.cameras = camera_topics(scene)
+        self._check_cameras()
+        self.command_topic = self._find_command_topic(command_topic)
+        self.command_msgtype = (episode.streams[self.command_topic].msgtype
+                                if self.command_topic else None)
+        self._require(joint_topic, 'the recorded joint states')
+        js = episode.joint_states(joint_topic)
+        if js.t_ns.size == 0:
+            raise ReplayError(f'{episode.path}: {joint_topic} holds no joint states')
+        self.joint_names = list(backend.joint_names)
+        self._check_joint_names('joint states on ' + joint_topic, js.names)
+        order = [js.names.index(n) for n in self.joint_names]
+        self.t_ns, self.q = js.t_ns, js.position[:, order]
+        self.t0_ns = int(self.t_ns[0])
+        if self.command_topic and self.command_msgtype == TRAJECTORY:
+            names = episode.commands(self.command_topic).names or []
+            self._check_joint_names('commands on ' + self.command_topic, names)
+        self.max_lag_s = 0.0   # worst time by which a render/sample came after its stamp
+        self.frames = 0
+
+    # ------------------------------------------------------------------ validation
+    def _require(self, topic: str, what: str) -> None:
+        try:
+            self.episode.require(topic)
+        except MissingTopicError as exc:
+            raise ReplayError(f'{self.episode.path}: episode lacks topic {topic!r} '
+                              f'({what}); it has {exc.available}') from None
+
+    def _check_cameras(self) -> None:
+        if not self.cameras:
+            raise ReplayError('the twin scene has no cameras to render')
+        topics = self.episode.topics
+        images = [t for t in topics if self.episode.streams[t].msgtype == IMAGE]
+        for cam, topic in self.cameras.items():
+            if topic not in topics:
+                raise ReplayError(f'camera {cam!r} of the twin scene has no image topic in '
+                                  f'{self.episode.path}: expected {topic!r}; image topics there: '
+                                  f'{images}')
+            if self.episode.streams[topic].msgtype != IMAGE:
+                raise ReplayError(f'{topic} is a {self.episode.streams[topic].msgtype}, '
+                                  f'expected {IMAGE} for camera {cam!r}')
+        missing = [c for c in self.cameras if c not in self.backend.camera_names]
+        if missing:
+            raise ReplayError(f'backend has no camera {missing}; it has '
+                              f'{self.backend.camera_names} (was build(scene) called?)')
+
+    def _find_command_topic(self, topic: str | None) -> str | None:
+        if topic:
+            self._require(topic, 'the recorded commands')
+            return topic
+        found = [t for t in COMMAND_TOPICS if t in self.episode.topics]
+        if not found and self.mode == 'dynamic':
+            raise ReplayError(f'{self.episode.path}: dynamic replay needs a command topic, '
+                              f'one of {list(COMMAND_TOPICS)}; episode has {self.episode.topics}')
+        return found[0] if found else None
+
+    def _check_joint_names(self, what: str, names: list[str]) -> None:
+        if sorted(names) != sorted(self.joint_names):
+            raise ReplayError(f'{what} name joints {list(names)} but the robot model has '
+                              f'{self.joint_names}')
+
+    # ------------------------------------------------------------------ replay
+    def events(self) -> Iterator[ReplayEvent]:
+        """Recorded messages in log-time order, each with the twin's output for it."""
+        b = self.backend
+        self._time0 = b.time
+        q0 = self.q[0]
+        b.set_joint_positions(q0)
+        b.command_positions(q0)
+        self.follower = TrajectoryFollower(self.joint_names)
+        self.follower.set_position(q0, 0.0)
+        cams_by_topic = {topic: cam for cam, topic in self.cameras.items()}
+        topics = [*cams_by_topic, self.joint_topic,
+                  *([self.command_topic] if self.command_topic else [])]
+        with AnyReader([self.episode.path], default_typestore=get_typestore(self.distro)) as reader:
+            conns = [c for c in reader.connections if c.topic in topics]
+            for conn, log_ns, raw in reader.messages(connections=conns):
+                msg = deserialize_tolerant(reader.typestore, raw, conn.msgtype)
+                header = getattr(msg, 'header', None)
+                stamp = (stamp_ns(header) if header is not None else 0) or log_ns
+                raw = bytes(raw)
+                if conn.topic in cams_by_topic:
+                    cam = cams_by_topic[conn.topic]
+                    self._advance_to(stamp)
+                    self.frames += 1
+                    yield ReplayEvent('image', conn.topic, raw, log_ns, stamp, cam,
+                                      sim_image=b.render(cam))
+                elif conn.topic == self.joint_topic:
+                    self._advance_to(stamp)
+                    yield ReplayEvent('joints', conn.topic, raw, log_ns, stamp,
+                                      sim_q=b.joint_positions())
+                else:
+                    self._advance_to(log_ns)   # a command acts when it was received
+                    if self.mode == 'dynamic':
+                        self._apply_command(msg, conn.msgtype, header)
+                    yield ReplayEvent('command', conn.topic, raw, log_ns, stamp)
+
+    def _rel(self, t_ns: int) -> float:
+        return (t_ns - self.t0_ns) / 1e9
+
+    def _now_ns(self) -> int:
+        return self.t0_ns + int(round((self.backend.time - self._time0) * 1e9))
+
+    def _advance_to(self, t_ns: int) -> None:
+        """Step physics until the twin's clock is within half a step of ``t_ns``."""
+        b = self.backend
+        dt_ns = b.timestep * 1e9
+        while self._now_ns() + 0.5 * dt_ns < t_ns:
+            t_next = self._now_ns() + dt_ns
+            if self.mode == 'kinematic':
+                q = interpolate_clamped(self.t_ns, self.q, t_next)
+                b.set_joint_positions(q)
+                b.command_positions(q)
+            else:
+                target = self.follower.target(self._rel(self._now_ns()))
+                if target is not None:
+                    b.command_positions(target)
+            b.step(1)
+        self.max_lag_s = max(self.max_lag_s, (self._now_ns() - t_ns) / 1e9)
+
+    def _apply_command(self, msg: Any, msgtype: str, header: Any) -> None:
+        now = self._rel(self._now_ns())
+        if msgtype == FLOAT_ARRAY:
+            self.follower.set_position(np.asarray(msg.data, float), now)
+            return
+        points = [TrajectoryPoint(p.time_from_start.sec + p.time_from_start.nanosec * 1e-9,
+                                  np.asarray(p.positions, float),
+                                  np.asarray(p.velocities, float) if len(p.velocities) else None)
+                  for p in msg.points]
+        start = stamp_ns(header)
+        start_rel = 0.0 if start == 0 else max(self._rel(start), 1e-9)
+        self.follower.set_trajectory(list(msg.joint_names), points, start_rel, now,
+                                     self.backend.joint_positions())
+
+
+def paired_path(out_dir: str | Path, episode_path: str | Path, mode: str) -> Path:
+    """Where ``replay_episode`` puts the paired episode of ``episode_path``."""
+    return Path(out_dir) / f'{Path(episode_path).resolve().name}_{mode}'
+
+
+def replay_episode(episode_path: str | Path, scene: TwinScene, backend: Any,
+                   mode: str = 'kinematic', out_dir: str | Path = 'output/paired',
+                   joint_topic: str = '/joint_states', command_topic: str | None = None,
+                   scene_file: str | Path | None = None) -> Path:
+    """Replay one recorded episode in the twin; returns the paired episode directory.
+
+    Builds ``scene`` in ``backend`` (any ``TwinBackend``), starts from the recorded initial joint
+    state and writes ``paired_path(out_dir, episode_path, mode)``.
+    """
+    episode_path = Path(episode_path).resolve()
+    out = paired_path(out_dir, episode_path, mode)
+    wall0 = time.perf_counter()
+    with Episode.open(episode_path) as episode:
+        backend.build(scene)
+        replay = EpisodeReplay(episode, scene, backend, mode, joint_topic, command_topic)
+        writer = PairedEpisodeWriter(out, list(replay.cameras), joint_topic,
+                                     replay.command_topic, replay.command_msgtype)
+        try:
+            for ev in replay.events():
+                if ev.kind == 'image':
+                    writer.write_real_image(ev.camera, ev.raw, ev.log_ns)
+                    writer.write_sim_image(ev.camera, ev.sim_image, ev.stamp_ns, ev.log_ns)
+                elif ev.kind == 'joints':
+                    writer.write_raw(ev.topic, ev.raw, ev.log_ns)
+                    writer.write_sim_joint_state(replay.joint_names, ev.sim_q, ev.stamp_ns,
+                                                 ev.log_ns)
+                else:
+                    writer.write_raw(ev.topic, ev.raw, ev.log_ns)
+        except BaseException:
+            writer.abort()
+            raise
+        wall = time.perf_counter() - wall0
+        source_meta = episode.metadata.get('metadata') or {}
+        return writer.finish({
+            'source_episode': str(episode_path),
+            'source_metadata': source_meta,
+            'task': source_meta.get('task', scene.task),
+            'mode': mode,
+            'backend': type(backend).__name__,
+            'twin_scene_file': str(Path(scene_file).resolve()) if scene_file else None,
+            'twin_scene': scene.to_dict(),
+            'replay': {'frames': replay.frames, 'wall_s': round(wall, 3),
+                       'frames_per_s': round(replay.frames / wall, 2) if wall > 0 else None,
+                       'max_lag_s': round(replay.max_lag_s, 6),
+                       'timestep': backend.timestep},
+            'provenance': {'created_at': datetime.now(timezone.utc).isoformat(timespec='seconds'),
+                           'host': platform.node(), 'python': platform.python_version(),
+                           'tool': 'comsim_twin.replay'},
+        })

@@ -1,0 +1,152 @@
+"""The twin scene: everything the twin knows about the lab, learnt the way a lab learns it.
+
+Cameras come from calibration (`comsim_twin.calibration`), objects from alignment
+(`comsim_twin.alignment`) or a generation layout, sizes from the lab's measured object sheet
+(`config/twin/objects.yaml`). Nothing here is read from the bench lab's configuration; a test
+checks that no comsim_twin module imports comsim_bench_lab.
+
+Stored as YAML (`format: comsim-twin-scene/1`), so a lab can inspect and hand-correct it.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+FORMAT = 'comsim-twin-scene/1'
+SHAPES = ('box', 'cylinder', 'bottle')
+
+
+class SceneError(ValueError):
+    """A twin scene file that is missing keys or holds impossible values."""
+
+
+@dataclass
+class TwinCamera:
+    """A calibrated camera: OpenCV intrinsics/distortion, pose of the camera in the base frame
+    (OpenCV optical frame: x right, y down, z forward)."""
+    name: str
+    width: int
+    height: int
+    K: np.ndarray            # (3, 3)
+    D: np.ndarray            # (5,) plumb_bob k1 k2 p1 p2 k3
+    T_base_camera: np.ndarray  # (4, 4)
+    topic: str = ''          # image topic in recorded episodes, e.g. /cameras/front/image_raw
+
+    def to_dict(self) -> dict:
+        return {'width': int(self.width), 'height': int(self.height),
+                'K': np.asarray(self.K, float).ravel().tolist(),
+                'D': np.asarray(self.D, float).ravel().tolist(),
+                'T_base_camera': np.asarray(self.T_base_camera, float).ravel().tolist(),
+                'topic': self.topic}
+
+
+@dataclass
+class TwinObject:
+    """A rigid object on the table. size: box half-extents (3); cylinder/bottle radius and
+    half-height (2). pos: centre in the base frame; quat: w x y z."""
+    name: str
+    shape: str
+    size: list[float]
+    color: list[float]                 # RGB in [0, 1]
+    pos: list[float]
+    quat: list[float] = field(default_factory=lambda: [1.0, 0.0, 0.0, 0.0])
+    mass: float = 0.1
+    friction: float = 1.0
+
+
+@dataclass
+class TwinScene:
+    robot_model: str = ''                          # '' = the ComSim arm
+    table_size: list[float] = field(default_factory=lambda: [0.6, 0.8])  # half-extents x, y
+    table_center: list[float] = field(default_factory=lambda: [0.4, 0.0])
+    table_color: list[float] = field(default_factory=lambda: [0.6, 0.5, 0.4])
+    background_color: list[float] = field(default_factory=lambda: [0.2, 0.2, 0.2])
+    cameras: dict[str, TwinCamera] = field(default_factory=dict)
+    objects: dict[str, TwinObject] = field(default_factory=dict)
+    task: str = ''
+    provenance: dict = field(default_factory=dict)  # where each part came from
+
+    # -- YAML ---------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {'format': FORMAT, 'task': self.task, 'robot_model': self.robot_model,
+                'table': {'size': list(self.table_size), 'center': list(self.table_center),
+                          'color': list(self.table_color)},
+                'background_color': list(self.background_color),
+                'cameras': {n: c.to_dict() for n, c in self.cameras.items()},
+                'objects': {n: {k: v for k, v in asdict(o).items() if k != 'name'}
+                            for n, o in self.objects.items()},
+                'provenance': self.provenance}
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f'.{path.name}.tmp')
+        tmp.write_text(yaml.safe_dump(_plain(self.to_dict()), sort_keys=False))
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def from_dict(cls, data: dict, source: str = '<dict>') -> 'TwinScene':
+        def need(d, key, where):
+            if not isinstance(d, dict) or key not in d:
+                raise SceneError(f'{source}: missing key {where}{key!r}')
+            return d[key]
+
+        if data.get('format') != FORMAT:
+            raise SceneError(f'{source}: format is {data.get("format")!r}, expected {FORMAT!r}')
+        table = need(data, 'table', '')
+        cameras = {}
+        for name, c in (data.get('cameras') or {}).items():
+            K = np.asarray(need(c, 'K', f'cameras.{name}.'), float)
+            D = np.asarray(need(c, 'D', f'cameras.{name}.'), float)
+            T = np.asarray(need(c, 'T_base_camera', f'cameras.{name}.'), float)
+            if K.size != 9 or D.size != 5 or T.size != 16:
+                raise SceneError(f'{source}: cameras.{name}: K needs 9 values, D 5, '
+                                 f'T_base_camera 16 (got {K.size}, {D.size}, {T.size})')
+            cameras[name] = TwinCamera(name, int(need(c, 'width', f'cameras.{name}.')),
+                                       int(need(c, 'height', f'cameras.{name}.')),
+                                       K.reshape(3, 3), D, T.reshape(4, 4), c.get('topic', ''))
+        objects = {}
+        for name, o in (data.get('objects') or {}).items():
+            shape = need(o, 'shape', f'objects.{name}.')
+            if shape not in SHAPES:
+                raise SceneError(f'{source}: objects.{name}.shape {shape!r} not in {SHAPES}')
+            objects[name] = TwinObject(
+                name, shape, [float(x) for x in need(o, 'size', f'objects.{name}.')],
+                [float(x) for x in need(o, 'color', f'objects.{name}.')],
+                [float(x) for x in need(o, 'pos', f'objects.{name}.')],
+                [float(x) for x in o.get('quat', [1, 0, 0, 0])],
+                float(o.get('mass', 0.1)), float(o.get('friction', 1.0)))
+        return cls(robot_model=data.get('robot_model', ''),
+                   table_size=[float(x) for x in need(table, 'size', 'table.')],
+                   table_center=[float(x) for x in table.get('center', [0.4, 0.0])],
+                   table_color=[float(x) for x in need(table, 'color', 'table.')],
+                   background_color=[float(x) for x in data.get('background_color',
+                                                                 [0.2, 0.2, 0.2])],
+                   cameras=cameras, objects=objects, task=data.get('task', ''),
+                   provenance=data.get('provenance') or {})
+
+    @classmethod
+    def load(cls, path: str | Path) -> 'TwinScene':
+        path = Path(path)
+        if not path.exists():
+            raise SceneError(f'twin scene {path} not found')
+        data = yaml.safe_load(path.read_text())
+        if not isinstance(data, dict):
+            raise SceneError(f'{path}: not a twin scene (expected a mapping)')
+        return cls.from_dict(data, str(path))
+
+
+def _plain(value):
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    return value

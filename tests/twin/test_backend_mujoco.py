@@ -1,0 +1,141 @@
+"""MujocoTwin alone: kinematics equal FK, position control tracks, objects rest on the table."""
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault('MUJOCO_GL', 'egl')
+
+from comsim_twin.backends import make_backend  # noqa: E402
+from comsim_twin.backends.mujoco_backend import MujocoTwin, TwinNotBuiltError  # noqa: E402
+from comsim_twin.scene import TwinCamera, TwinObject, TwinScene  # noqa: E402
+
+
+def _camera() -> TwinCamera:
+    """A camera in front of the table looking at the objects (OpenCV optical frame)."""
+    eye, target = np.array([1.1, 0.0, 0.6]), np.array([0.45, 0.0, 0.05])
+    z = (target - eye) / np.linalg.norm(target - eye)
+    x = np.cross(z, [0.0, 0.0, 1.0])
+    x /= np.linalg.norm(x)
+    T = np.eye(4)
+    T[:3, :3] = np.stack([x, np.cross(z, x), z], axis=1)
+    T[:3, 3] = eye
+    K = np.array([[200.0, 0.0, 79.5], [0.0, 200.0, 59.5], [0.0, 0.0, 1.0]])
+    return TwinCamera('cam', 160, 120, K, np.array([-0.1, 0.05, 0.0, 0.0, 0.0]), T)
+
+
+def _scene() -> TwinScene:
+    return TwinScene(cameras={'cam': _camera()}, objects={
+        'cube': TwinObject('cube', 'box', [0.02, 0.02, 0.02], [0.9, 0.1, 0.1], [0.45, 0.1, 0.1]),
+        'can': TwinObject('can', 'cylinder', [0.025, 0.04], [0.1, 0.2, 0.9], [0.4, -0.15, 0.2]),
+        'bottle': TwinObject('bottle', 'bottle', [0.03, 0.05], [0.2, 0.6, 0.3],
+                             [0.55, -0.05, 0.051])})
+
+
+@pytest.fixture(scope='module')
+def twin():
+    twin = make_backend('mujoco')
+    assert isinstance(twin, MujocoTwin)
+    twin.build(_scene())
+    yield twin
+    twin.close()
+
+
+def test_build_exposes_names_and_home(twin):
+    assert twin.joint_names[-1] == 'gripper' and len(twin.joint_names) == 7
+    assert twin.camera_names == ['cam']
+    assert twin.object_names == ['cube', 'can', 'bottle']
+    assert twin.timestep == pytest.approx(0.002)
+    np.testing.assert_allclose(twin.joint_positions(), twin.robot.home)
+
+
+def test_kinematic_pose_reproduces_fk(twin):
+    rng = np.random.default_rng(3)
+    robot = twin.robot
+    for _ in range(5):
+        q = rng.uniform(robot.lower, robot.upper)
+        twin.set_joint_positions(q)
+        np.testing.assert_allclose(twin.joint_positions(), q, atol=1e-12)
+        pos, rot = robot.fk(q)
+        site = twin.data.site('robot/tcp')
+        np.testing.assert_allclose(site.xpos, pos, atol=1e-9)
+        np.testing.assert_allclose(site.xmat.reshape(3, 3), rot, atol=1e-9)
+
+
+def test_position_commands_track_a_target(twin):
+    twin.set_joint_positions(twin.robot.home)
+    target = twin.robot.home + np.array([0.3, -0.2, 0.25, 0.4, -0.3, 0.5, -0.02])
+    t0 = twin.time
+    twin.command_positions(target)
+    twin.step(1000)
+    assert twin.time - t0 == pytest.approx(2.0)
+    q = twin.joint_positions()
+    assert np.abs(q[:-1] - target[:-1]).max() < 0.02
+    assert abs(q[-1] - target[-1]) < 0.003
+
+
+def test_objects_fall_and_rest_on_the_table(twin):
+    twin.set_joint_positions(twin.robot.home)
+    twin.set_object_pose('cube', [0.45, 0.1, 0.1], [1.0, 0.0, 0.0, 0.0])
+    twin.set_object_pose('can', [0.4, -0.15, 0.2])
+    twin.step(600)
+    states = twin.object_states()
+    assert states['cube']['pos'][2] == pytest.approx(0.02, abs=2e-3)
+    assert states['can']['pos'][2] == pytest.approx(0.04, abs=2e-3)
+    assert states['bottle']['pos'][2] == pytest.approx(0.05, abs=2e-3)
+    for s in states.values():
+        assert np.linalg.norm(s['lin_vel']) < 0.01
+        assert set(s) == {'pos', 'quat', 'lin_vel', 'ang_vel'}
+
+
+def test_set_object_pose_is_exact_and_normalises(twin):
+    twin.set_object_pose('cube', [0.3, 0.2, 0.3], [2.0, 0.0, 0.0, 2.0])
+    s = twin.object_states()['cube']
+    np.testing.assert_allclose(s['pos'], [0.3, 0.2, 0.3])
+    np.testing.assert_allclose(s['quat'], [np.sqrt(0.5), 0, 0, np.sqrt(0.5)], atol=1e-12)
+    with pytest.raises(KeyError, match='unknown object'):
+        twin.set_object_pose('ghost', [0, 0, 0])
+    with pytest.raises(ValueError, match='zero norm'):
+        twin.set_object_pose('cube', [0, 0, 0], [0, 0, 0, 0])
+
+
+def test_render_shapes_and_segmentation(twin):
+    twin.set_joint_positions(twin.robot.home)
+    for name, pos in (('cube', [0.45, 0.1, 0.02]), ('can', [0.4, -0.15, 0.04]),
+                      ('bottle', [0.55, -0.05, 0.05])):
+        twin.set_object_pose(name, pos)
+    for distort in (True, False):
+        img = twin.render('cam', distort=distort)
+        assert img.shape == (120, 160, 3) and img.dtype == np.uint8
+        masks = twin.render_segmentation('cam', distort=distort)
+        assert set(masks) == {'cube', 'can', 'bottle'}
+        for name, mask in masks.items():
+            assert mask.shape == (120, 160) and mask.dtype == bool
+            assert mask.sum() > 20, name
+            ys, xs = np.nonzero(mask)
+            colour = img[ys, xs].astype(float).mean(axis=0)   # flat colour, shaded
+            target = np.array(twin.scene.objects[name].color)
+            assert np.argmax(colour) == np.argmax(target), name
+        assert not np.logical_and(masks['cube'], masks['can']).any()
+
+
+def test_errors_are_clear(twin):
+    with pytest.raises(KeyError, match='unknown camera'):
+        twin.render('nope')
+    with pytest.raises(ValueError, match='joint values'):
+        twin.set_joint_positions(np.zeros(3))
+    with pytest.raises(TwinNotBuiltError):
+        MujocoTwin().step()
+    bad = _scene()
+    bad.objects['cube'].size = [0.02, 0.02]
+    with pytest.raises(ValueError, match='size of length 3'):
+        MujocoTwin().build(bad)
+    with pytest.raises(ValueError, match='unknown twin backend'):
+        make_backend('gazebo')
+
+
+def test_close_is_idempotent():
+    twin = MujocoTwin()
+    twin.build(_scene())
+    twin.close()
+    twin.close()

@@ -1,0 +1,110 @@
+"""Randomisation stays inside the configured regions and is reproducible from the seed."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from test_generation_scene import base_scene  # noqa: E402
+
+from comsim_twin.generation.config import GenerationConfig, GenerationConfigError  # noqa: E402
+from comsim_twin.generation.randomise import (  # noqa: E402
+    TASK_OBJECTS,
+    RandomiseError,
+    episode_seed,
+    footprint,
+    in_region,
+    randomise,
+    scale_cameras,
+)
+
+
+@pytest.fixture(scope='module')
+def cfg():
+    return GenerationConfig.load()
+
+
+@pytest.mark.parametrize('task', sorted(TASK_OBJECTS))
+@pytest.mark.parametrize('region', ['id', 'wide'])
+def test_layout_inside_region_and_distractors_clear(cfg, task, region):
+    base = base_scene(task)
+    reg = cfg.task(task)['regions'][region]
+    rcfg = cfg.randomise
+    clear = rcfg['distractors']['clearance']
+    counts = set()
+    for i in range(40):
+        r = randomise(base, task, cfg, episode_seed(3, task, i), region)
+        assert r.params['region'] == region
+        task_objs = [r.scene.objects[n] for n in TASK_OBJECTS[task]]
+        for o in task_objs:
+            assert in_region(o.pos[:2], reg, margin=0.0), (o.name, o.pos, reg)
+            assert o.pos[2] > 0
+        if 'zone_center' in r.target:
+            assert in_region(r.target['zone_center'], reg)
+            d = np.linalg.norm(np.subtract(r.target['zone_center'], task_objs[0].pos[:2]))
+            assert 0.10 <= d <= 0.18
+        if task == 'stack_blocks':
+            a, b = task_objs
+            assert np.linalg.norm(np.subtract(a.pos[:2], b.pos[:2])) >= \
+                footprint(a) + footprint(b) + cfg.task(task)['min_gap'] - 1e-9
+        ds = [o for n, o in r.scene.objects.items() if n.startswith('distractor_')]
+        counts.add(len(ds))
+        for d in ds:
+            for o in task_objs:
+                gap = np.linalg.norm(np.subtract(d.pos[:2], o.pos[:2]))
+                assert gap >= footprint(o) + clear
+        lo, hi = rcfg['size_scale']
+        assert lo <= r.params['size_scale'] <= hi
+        assert lo <= task_objs[0].size[0] / base.objects[task_objs[0].name].size[0] <= hi
+        llo, lhi = rcfg['light_scale']
+        assert llo <= r.light_scale <= lhi
+        for name, cam in r.scene.cameras.items():
+            dp = cam.T_base_camera[:3, 3] - base.cameras[name].T_base_camera[:3, 3]
+            assert np.all(np.abs(dp) <= rcfg['camera_position_jitter'] + 1e-12)
+            assert np.allclose(cam.T_base_camera[:3, :3] @ cam.T_base_camera[:3, :3].T, np.eye(3))
+    assert len(counts) > 1                                     # the distractor count varies
+
+
+def test_same_seed_same_scene_other_seed_other_scene(cfg):
+    base = base_scene('stack_blocks')
+    a = randomise(base, 'stack_blocks', cfg, 11)
+    b = randomise(base, 'stack_blocks', cfg, 11)
+    c = randomise(base, 'stack_blocks', cfg, 12)
+    assert a.params == b.params and a.scene.to_dict() == b.scene.to_dict()
+    assert a.params != c.params
+    assert base.objects['block_top'].pos == [0.4, 0.0, 0.0225]          # base left untouched
+    assert episode_seed(0, 'move_card', 1) == episode_seed(0, 'move_card', 1)
+    assert len({episode_seed(0, t, i) for t in TASK_OBJECTS for i in range(50)}) == 150
+
+
+def test_mix_uses_both_regions(cfg):
+    mixed = cfg.with_overrides(region='mix', wide_fraction=0.5)
+    regions = {randomise(base_scene('move_card'), 'move_card', mixed, s).params['region']
+               for s in range(20)}
+    assert regions == {'id', 'wide'}
+
+
+def test_scaled_cameras_keep_the_projection(cfg):
+    scene = base_scene('move_card')
+    small = scale_cameras(scene, 0.5)
+    for name, cam in scene.cameras.items():
+        s = small.cameras[name]
+        assert (s.width, s.height) == (cam.width // 2, cam.height // 2)
+        p = np.array([0.1, -0.05, 1.0])                      # a point in the camera frame
+        uv = (cam.K @ p)[:2] / p[2]
+        uv_s = (s.K @ p)[:2] / p[2]
+        assert np.allclose((uv_s + 0.5) * 2 - 0.5, uv, atol=1e-9)
+
+
+def test_bad_inputs_give_clear_errors(cfg):
+    with pytest.raises(RandomiseError, match='lacks task objects'):
+        randomise(base_scene('move_card'), 'stack_blocks', cfg, 0)
+    with pytest.raises(RandomiseError, match='no layout rule'):
+        randomise(base_scene('move_card'), 'juggle', cfg, 0)
+    with pytest.raises(GenerationConfigError, match='failures'):
+        GenerationConfig.from_dict({**cfg.to_dict(), 'failures': 'keep'})
+    with pytest.raises(GenerationConfigError, match='regions.wide'):
+        GenerationConfig.from_dict({'tasks': {'t': {'regions': {'id': {'x': [0, 1],
+                                                                       'y': [0, 1]}}}}})

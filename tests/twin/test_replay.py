@@ -1,0 +1,167 @@
+"""Replay of a recorded bench-lab episode in the MuJoCo twin -> paired episode, gap report."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_replay_support import TRAJ_TOPIC, joint_state_cdr, record_episode
+
+from comsim_teleop.episodes import Episode
+from comsim_teleop.recording import EpisodeBagWriter, TopicSpec
+from comsim_teleop.recording.sidecar import read_sidecar
+from comsim_twin.backends import make_backend
+from comsim_twin.replay import ReplayError, gap_report, is_complete, replay_episode, side_by_side
+from comsim_twin.replay.paired import SIM_JOINT_STATES, real_image_topic, sim_image_topic
+
+
+@pytest.fixture(scope='module')
+def recorded(tmp_path_factory):
+    """(episode dir, twin scene from truth, lab ground truth): a move_card expert episode."""
+    return record_episode(tmp_path_factory.mktemp('real'), 'move_card', seed=0)
+
+
+@pytest.fixture(scope='module')
+def backend():
+    b = make_backend('mujoco')
+    yield b
+    b.close()
+
+
+@pytest.fixture(scope='module')
+def replays(recorded, backend, tmp_path_factory):
+    """mode -> (paired episode dir, twin object states at the end of the replay)."""
+    path, scene, _ = recorded
+    out = tmp_path_factory.mktemp('paired')
+    result = {}
+    for mode in ('kinematic', 'dynamic'):
+        paired = replay_episode(path, scene, backend, mode, out)
+        result[mode] = (paired, backend.object_states())
+    return result
+
+
+@pytest.mark.parametrize('mode', ['kinematic', 'dynamic'])
+def test_paired_episode_has_both_streams_on_the_real_time_base(recorded, replays, mode):
+    source, scene, _ = recorded
+    paired, _ = replays[mode]
+    assert is_complete(paired)
+    side = read_sidecar(paired)
+    assert side['mode'] == mode and side['source_episode'] == str(source.resolve())
+    assert side['twin_scene']['cameras'].keys() == scene.cameras.keys()
+    with Episode.open(source) as src, Episode.open(paired) as ep:
+        for topic in ('/joint_states', TRAJ_TOPIC):
+            assert ep.streams[topic].count == src.streams[topic].count > 0
+        for cam in scene.cameras:
+            real = list(ep.images(real_image_topic(cam)))
+            sim = list(ep.images(sim_image_topic(cam)))
+            recorded_imgs = list(src.images(f'/cameras/{cam}/image_raw'))
+            assert len(real) == len(sim) == len(recorded_imgs) > 10
+            assert [t for t, _ in real] == [t for t, _ in sim] == [t for t, _ in recorded_imgs]
+            for (_, a), (_, b) in zip(real, recorded_imgs):
+                np.testing.assert_array_equal(a, b)       # copied as recorded
+            assert sim[0][1].shape == real[0][1].shape
+            assert not np.array_equal(sim[0][1], sim[-1][1])   # the twin moved
+        js, sim_js = ep.joint_states('/joint_states'), ep.joint_states(SIM_JOINT_STATES)
+        np.testing.assert_array_equal(js.t_ns, sim_js.t_ns)
+        assert sim_js.names == js.names
+
+
+def test_kinematic_replay_follows_the_recorded_joints(replays):
+    with Episode.open(replays['kinematic'][0]) as ep:
+        js, sim = ep.joint_states('/joint_states'), ep.joint_states(SIM_JOINT_STATES)
+    err = np.abs(sim.position - js.position)
+    assert err[:, :6].max() < 0.01          # rad
+    assert err[:, 6].max() < 0.005          # gripper, m
+    assert np.ptp(js.position[:, :6], axis=0).max() > 0.3   # the arm really moved
+
+
+def test_dynamic_replay_tracks_the_recorded_motion_through_physics(replays):
+    with Episode.open(replays['dynamic'][0]) as ep:
+        js, sim = ep.joint_states('/joint_states'), ep.joint_states(SIM_JOINT_STATES)
+    err = np.abs(sim.position[:, :6] - js.position[:, :6])
+    assert np.median(err) < 0.02
+    assert err.max() < 0.15
+    # Driven, not placed: the twin lags the commands a little, so it is not an exact copy.
+    assert err.max() > 1e-4
+
+
+@pytest.mark.parametrize('mode', ['kinematic', 'dynamic'])
+def test_twin_card_is_pushed_like_the_real_one(recorded, replays, mode):
+    _, _, truth = recorded
+    start = np.array(truth['objects_start']['card']['pos'][:2])
+    real_end = np.array(truth['objects_end']['card']['pos'][:2])
+    twin_end = replays[mode][1]['card']['pos'][:2]
+    real_move, twin_move = real_end - start, twin_end - start
+    assert np.linalg.norm(real_move) > 0.05
+    assert np.linalg.norm(twin_move) > 0.05
+    cos = real_move @ twin_move / np.linalg.norm(real_move) / np.linalg.norm(twin_move)
+    assert cos > 0.8
+
+
+def test_gap_report_and_side_by_side(recorded, replays):
+    _, scene, _ = recorded
+    paired = replays['kinematic'][0]
+    report = gap_report(paired)
+    assert report['cameras'].keys() == scene.cameras.keys()
+    for cam, g in report['cameras'].items():
+        assert g['frames'] > 10
+        assert np.isfinite(g['psnr_mean']) and g['psnr_min'] <= g['psnr_mean']
+        assert 0.0 < g['ssim_min'] <= g['ssim_mean'] <= 1.0
+    picture = side_by_side(paired, 3)
+    cam = scene.cameras['front']
+    assert picture.shape[0] >= 3 * len(scene.cameras) * cam.height
+    assert picture.shape[1] == 3 * cam.width + 4
+
+
+def test_replaying_into_an_existing_output_is_refused(recorded, replays, backend):
+    path, scene, _ = recorded
+    out = replays['kinematic'][0].parent
+    with pytest.raises(FileExistsError, match='exists'):
+        replay_episode(path, scene, backend, 'kinematic', out)
+
+
+# -- bad inputs ----------------------------------------------------------------------------
+def _small_bag(path, names, cameras=('front', 'side'), joints=True):
+    topics = ([TopicSpec('/joint_states', 'sensor_msgs/msg/JointState')] if joints else []) + \
+             [TopicSpec(f'/cameras/{c}/image_raw', 'sensor_msgs/msg/Image') for c in cameras]
+    w = EpisodeBagWriter(path, topics)
+    w.open()
+    if joints:
+        for i in range(3):
+            w.write('/joint_states', joint_state_cdr(i * 10**7, names, np.zeros(len(names))),
+                    i * 10**7)
+    w.close()
+    return path
+
+
+def test_missing_joint_states_topic_is_named(recorded, backend, tmp_path):
+    _, scene, _ = recorded
+    bag = _small_bag(tmp_path / 'bag', [], joints=False)
+    with pytest.raises(ReplayError, match="lacks topic '/joint_states'"):
+        replay_episode(bag, scene, backend, 'kinematic', tmp_path / 'out')
+    assert not (tmp_path / 'out').exists()   # nothing half-written
+
+
+def test_joint_name_mismatch_lists_both(recorded, backend, tmp_path):
+    _, scene, _ = recorded
+    bag = _small_bag(tmp_path / 'bag', ['shoulder', 'elbow', 'wrist'])
+    with pytest.raises(ReplayError) as exc:
+        replay_episode(bag, scene, backend, 'kinematic', tmp_path / 'out')
+    assert "['shoulder', 'elbow', 'wrist']" in str(exc.value)
+    assert "'joint1'" in str(exc.value) and "'gripper'" in str(exc.value)
+
+
+def test_camera_without_image_topic_is_named(recorded, backend, tmp_path):
+    _, scene, _ = recorded
+    names = ['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6', 'gripper']
+    bag = _small_bag(tmp_path / 'bag', names, cameras=('front',))
+    with pytest.raises(ReplayError, match=r"camera 'side'.*'/cameras/side/image_raw'"):
+        replay_episode(bag, scene, backend, 'kinematic', tmp_path / 'out')
+
+
+def test_dynamic_replay_without_commands_names_the_command_topics(recorded, backend, tmp_path):
+    _, scene, _ = recorded
+    names = ['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6', 'gripper']
+    bag = _small_bag(tmp_path / 'bag', names)
+    with pytest.raises(ReplayError, match='/joint_trajectory_controller/joint_trajectory'):
+        replay_episode(bag, scene, backend, 'dynamic', tmp_path / 'out')
+    with pytest.raises(ReplayError, match='mode'):
+        replay_episode(bag, scene, backend, 'teleport', tmp_path / 'out')
