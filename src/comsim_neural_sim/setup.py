@@ -20,6 +20,7 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
+            'comsim-neural-sim-train = comsim_neural_sim.training.train:main',
         ],
     },
 )

@@ -20,6 +20,9 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
+            'comsim-policy = comsim_policy.nodes.policy_node:main',
+            'comsim-policy-train = comsim_policy.training.train:main',
+            'comsim-policy-eval = comsim_policy.evaluation.cli:main',
         ],
     },
 )

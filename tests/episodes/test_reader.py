@@ -97,14 +97,20 @@ def test_commands_trajectory_and_array(episode_dir: Path) -> None:
         arr = ep.commands('/cmd_array')
     # 5 trajectories of 2 points, none overlapping the next one's start
     assert traj.t_ns.size == 10 and traj.names[0] == 'joint1'
-    assert traj.t_ns[0] == T0 + 100 * MS and traj.position[1, 0] == 1
+    # goal in force: point 0 from the trajectory's start, point 1 once point 0 is due
+    assert traj.t_ns[0] == T0 and traj.position[0, 0] == 0
+    assert traj.t_ns[1] == T0 + 100 * MS and traj.position[1, 0] == 1
     assert arr.names is None and arr.t_ns[0] == T0 + LAG and arr.position.shape == (5, 7)
 
 
 def test_merge_trajectories_replaces_future_points() -> None:
     t, v = merge_trajectories([(0, np.array([10, 20, 30]), np.array([[1.0], [2.0], [3.0]])),
                                (15, np.array([25]), np.array([[9.0]]))])
-    assert t.tolist() == [10, 25] and v[:, 0].tolist() == [1.0, 9.0]
+    # goals: 1 from 0, 2 from 10; the second trajectory replaces the rest from 15 on
+    assert t.tolist() == [0, 10, 15] and v[:, 0].tolist() == [1.0, 2.0, 9.0]
+    # points already due when a trajectory starts are skipped
+    t, v = merge_trajectories([(150, np.array([100, 200, 300]), np.array([[1.], [2.], [3.]]))])
+    assert t.tolist() == [150, 200] and v[:, 0].tolist() == [2.0, 3.0]
 
 
 def test_frames_align_cameras_joints_commands(episode_dir: Path) -> None:
@@ -115,10 +121,9 @@ def test_frames_align_cameras_joints_commands(episode_dir: Path) -> None:
     assert f.t_ns == T0 + 300 * MS and set(f.images) == {'/cam', '/cam2'}
     assert f.image_t_ns['/cam2'] == f.t_ns + 5 * MS
     np.testing.assert_allclose(f.joint_position, np.full(7, 0.3))
-    # at 300 ms the t=0 trajectory's points (100 ms: 0, 200 ms: 1) are past and the t=250 ms
-    # one's first point (350 ms) is not reached yet: the held target is 1 (zero-order hold)
-    assert f.command is not None and f.command[0] == 1.0
-    assert frames[0].command is None  # nothing commanded before 100 ms
+    # at 300 ms the t=250 ms trajectory is heading for its first point (value 25)
+    assert f.command is not None and f.command[0] == 25.0
+    assert frames[0].command[0] == 0.0  # the t=0 trajectory's first goal, from its start
 
 
 def test_frames_alignment_errors_and_skip(tmp_path: Path) -> None:

@@ -74,6 +74,8 @@ def test_params_files_only_use_parameters_the_nodes_declare():
         'teleop.yaml': ('comsim_teleop.nodes.teleop_node', 'teleop'),
         'recorder.yaml': ('comsim_teleop.nodes.recorder_node', 'recorder'),
         'episode_runner.yaml': ('comsim_teleop.nodes.episode_runner', 'episode_runner'),
+        'twin.yaml': ('comsim_twin.nodes.twin_node', 'twin'),
+        'policy.yaml': ('comsim_policy.nodes.policy_node', 'policy'),
     }
     for fname, (module, node) in nodes.items():
         defaults = importlib.import_module(module).DEFAULTS

@@ -44,23 +44,37 @@ def hold_at(t_src: np.ndarray, values: np.ndarray, t: int) -> np.ndarray | None:
 
 def merge_trajectories(segments: Sequence[tuple[int, np.ndarray, np.ndarray]]
                        ) -> tuple[np.ndarray, np.ndarray]:
-    """Flatten trajectories (``base_ns``, point times, positions) in arrival order.
+    """The goal the controller is tracking, as a zero-order-hold series, from trajectories
+    (``base_ns``, point times, positions) in arrival order.
 
-    JointTrajectoryController semantics: a new trajectory replaces the not-yet-reached rest of
-    the previous ones, so older points at or after the new trajectory's start are dropped.
+    From its start a trajectory heads for its first point, and once a point's time has come, for
+    the next; after the last point it holds it. So the goal in force from ``base`` is point 0,
+    from point i's time it is point i+1. JointTrajectoryController semantics for replacement: a
+    new trajectory replaces the rest of the previous ones from its own start on.
+    A teleop stream of one-point trajectories thus gives each message's target from its arrival
+    (the action label a policy learns), not only at the instant its point falls due.
     """
     times: list[np.ndarray] = []
     vals: list[np.ndarray] = []
     for base, pt, pos in segments:
+        pt = np.asarray(pt, dtype=np.int64)
+        pos = np.asarray(pos, dtype=np.float64)
         cut = [t < base for t in times]
         times = [t[c] for t, c in zip(times, cut, strict=True)]
         vals = [v[c] for v, c in zip(vals, cut, strict=True)]
-        times.append(np.asarray(pt, dtype=np.int64))
-        vals.append(np.asarray(pos, dtype=np.float64))
+        if pt.size == 0:
+            continue
+        ahead = np.flatnonzero(pt > base)  # points already due at the start are skipped
+        if ahead.size == 0:
+            starts, goals = np.array([base], dtype=np.int64), pos[-1:]
+        else:
+            starts = np.concatenate([[base], pt[ahead[0]:-1]]).astype(np.int64)
+            goals = pos[ahead[0]:]
+        times.append(starts)
+        vals.append(goals)
     if not times:
         return np.zeros(0, dtype=np.int64), np.zeros((0, 0))
     t_all = np.concatenate(times)
     v_all = np.concatenate(vals) if any(v.size for v in vals) else np.zeros((t_all.size, 0))
     order = np.argsort(t_all, kind='stable')
     return t_all[order], v_all[order]
-

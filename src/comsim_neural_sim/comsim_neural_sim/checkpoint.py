@@ -1,0 +1,48 @@
+"""Checkpoint layout shared by training and sampling (all safetensors/JSON/YAML, no pickle).
+
+    <dir>/neural_sim.yaml          NeuralSimConfig (with the data's action statistics)
+    <dir>/transformer/             diffusers save_pretrained (EMA weights)
+    <dir>/scheduler/               scheduler_config.json
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .config import CONFIG_NAME, NeuralSimConfig
+from .errors import CheckpointMismatchError
+from .models.transformer import NeuralSimTransformer
+
+
+def transformer_from_config(cfg: NeuralSimConfig) -> NeuralSimTransformer:
+    """A fresh transformer shaped by ``cfg`` (model space, i.e. latent when latent)."""
+    h, w = cfg.model_hw
+    return NeuralSimTransformer(frames=cfg.frames, channels=cfg.model_channels, height=h,
+                                width=w, action_dim=cfg.action_dim, width_dim=cfg.width_dim,
+                                depth=cfg.depth, heads=cfg.heads, patch_size=cfg.patch_size,
+                                patch_size_t=cfg.patch_size_t)
+
+
+def check_transformer(cfg: NeuralSimConfig, model: NeuralSimTransformer, where: str) -> None:
+    """Raise when the saved transformer's shape config disagrees with the YAML next to it."""
+    h, w = cfg.model_hw
+    want = {'frames': cfg.frames, 'channels': cfg.model_channels, 'height': h, 'width': w,
+            'action_dim': cfg.action_dim, 'width_dim': cfg.width_dim, 'depth': cfg.depth,
+            'heads': cfg.heads, 'patch_size': cfg.patch_size, 'patch_size_t': cfg.patch_size_t}
+    diff = {k: (model.config[k], v) for k, v in want.items() if model.config[k] != v}
+    if diff:
+        raise CheckpointMismatchError(f'{where}: transformer weights do not match '
+                                      f'{CONFIG_NAME}: ' + ', '.join(
+                                          f'{k} weights {a!r} vs config {b!r}'
+                                          for k, (a, b) in diff.items()))
+
+
+def load_config(path: str | Path, expect: NeuralSimConfig | None = None) -> NeuralSimConfig:
+    """The checkpoint's config; with ``expect``, refuse a checkpoint of another architecture."""
+    path = Path(path)
+    if not (path / CONFIG_NAME).is_file():
+        raise FileNotFoundError(f'{path} is not a neural-sim checkpoint (no {CONFIG_NAME})')
+    cfg = NeuralSimConfig.from_yaml(path / CONFIG_NAME)
+    if expect is not None:
+        expect.check_compatible(cfg, what=f'checkpoint {path}')
+    return cfg

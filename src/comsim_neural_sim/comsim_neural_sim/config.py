@@ -1,0 +1,172 @@
+"""``NeuralSimConfig``: every shape and training knob of the neural simulator, in one YAML.
+
+The config is saved next to the weights so a checkpoint always knows the clip length, resolution,
+action dimension and architecture it was trained for (and refuses to load under another).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import CheckpointMismatchError, ConfigError
+
+CONFIG_NAME = 'neural_sim.yaml'
+
+# Fields that change the network's weights' shapes or meaning: a checkpoint must match them.
+ARCH_FIELDS = ('frames', 'context_frames', 'height', 'width', 'channels', 'space',
+               'latent_channels', 'latent_downsample', 'width_dim', 'depth', 'heads',
+               'patch_size', 'patch_size_t', 'action_dim', 'prediction', 'num_train_timesteps')
+
+
+@dataclass
+class NeuralSimConfig:
+    """Shapes, architecture, condition dropout and training settings (see config/neural_sim.yaml).
+
+    ``frames`` is the window length the network denoises; the first ``context_frames`` of a
+    window may be given as already-generated frames so long episodes stay consistent.
+    """
+
+    # clip and image space
+    frames: int = 8
+    context_frames: int = 2
+    height: int = 32
+    width: int = 40
+    channels: int = 3
+    space: str = 'pixel'                # pixel | latent
+    autoencoder_path: str | None = None  # diffusers AutoencoderKL directory (space: latent)
+    latent_channels: int = 4
+    latent_downsample: int = 8
+    # transformer
+    width_dim: int = 64
+    depth: int = 4
+    heads: int = 4
+    patch_size: int = 4
+    patch_size_t: int = 1
+    action_dim: int = 7
+    # diffusion
+    prediction: str = 'epsilon'          # epsilon (DDPM/DDIM) | flow (flow matching velocity)
+    num_train_timesteps: int = 1000
+    # condition dropout (each independently, per sample)
+    p_drop_action: float = 0.15
+    p_drop_sim: float = 0.15
+    p_drop_context: float = 0.5
+    # training
+    batch_size: int = 8
+    lr: float = 3e-4
+    weight_decay: float = 0.01
+    ema_decay: float = 0.999
+    steps: int = 2000
+    grad_clip: float = 1.0
+    log_every: int = 50
+    sample_every: int = 500
+    save_every: int = 500
+    seed: int = 0
+    # data
+    camera: str = 'front'
+    command_topic: str = '/joint_trajectory_controller/joint_trajectory'
+    clip_stride: int = 2
+    # action normalisation (filled from the data at training time)
+    action_mean: list[float] | None = None
+    action_std: list[float] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # -- derived shapes -------------------------------------------------------------------
+    @property
+    def model_channels(self) -> int:
+        """Channels of the space the transformer denoises (RGB or latent)."""
+        return self.latent_channels if self.space == 'latent' else self.channels
+
+    @property
+    def model_hw(self) -> tuple[int, int]:
+        """Height and width of the space the transformer denoises."""
+        if self.space == 'latent':
+            return self.height // self.latent_downsample, self.width // self.latent_downsample
+        return self.height, self.width
+
+    def validate(self) -> None:
+        """Raise ``ConfigError`` for values no model can be built from."""
+        if self.space not in ('pixel', 'latent'):
+            raise ConfigError(f"space must be 'pixel' or 'latent', got {self.space!r}")
+        if self.prediction not in ('epsilon', 'flow'):
+            raise ConfigError(f"prediction must be 'epsilon' or 'flow', got {self.prediction!r}")
+        for name in ('frames', 'height', 'width', 'channels', 'width_dim', 'depth', 'heads',
+                     'patch_size', 'patch_size_t', 'action_dim', 'batch_size'):
+            if int(getattr(self, name)) < 1:
+                raise ConfigError(f'{name} must be >= 1, got {getattr(self, name)}')
+        if not 0 <= self.context_frames < self.frames:
+            raise ConfigError(f'context_frames must be in [0, frames={self.frames}), '
+                              f'got {self.context_frames}')
+        if self.width_dim % self.heads:
+            raise ConfigError(f'width_dim {self.width_dim} is not divisible by heads {self.heads}')
+        h, w = self.model_hw
+        if h % self.patch_size or w % self.patch_size or h == 0 or w == 0:
+            raise ConfigError(f'{self.space} resolution {h}x{w} is not a multiple of '
+                              f'patch_size {self.patch_size}')
+        if self.frames % self.patch_size_t:
+            raise ConfigError(f'frames {self.frames} not a multiple of patch_size_t '
+                              f'{self.patch_size_t}')
+        for name in ('p_drop_action', 'p_drop_sim', 'p_drop_context'):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ConfigError(f'{name} must be a probability, got {getattr(self, name)}')
+        for name in ('action_mean', 'action_std'):
+            v = getattr(self, name)
+            if v is not None and len(v) != self.action_dim:
+                raise ConfigError(f'{name} has {len(v)} entries; action_dim is {self.action_dim}')
+
+    # -- (de)serialisation ----------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NeuralSimConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f'unknown neural-sim config keys {unknown}; known: {sorted(known)}')
+        try:
+            return cls(**data)
+        except TypeError as exc:
+            raise ConfigError(f'bad neural-sim config: {exc}') from exc
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> NeuralSimConfig:
+        """Load a YAML file (a plain mapping, or one nested under ``neural_sim:``)."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / CONFIG_NAME
+        if not path.is_file():
+            raise FileNotFoundError(f'no neural-sim config at {path}')
+        data = yaml.safe_load(path.read_text()) or {}
+        if not isinstance(data, dict):
+            raise ConfigError(f'{path}: expected a mapping, got {type(data).__name__}')
+        if set(data) == {'neural_sim'}:
+            data = data['neural_sim']
+        return cls.from_dict(data)
+
+    def save(self, directory: str | Path) -> Path:
+        """Write ``neural_sim.yaml`` into ``directory`` (created); returns the file path."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        out = directory / CONFIG_NAME
+        out.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False))
+        return out
+
+    def replace(self, **changes: Any) -> NeuralSimConfig:
+        return dataclasses.replace(self, **changes)
+
+    def check_compatible(self, other: NeuralSimConfig, what: str = 'checkpoint') -> None:
+        """Raise ``CheckpointMismatchError`` naming each architecture field that differs."""
+        diff = {k: (getattr(other, k), getattr(self, k)) for k in ARCH_FIELDS
+                if getattr(self, k) != getattr(other, k)}
+        if diff:
+            lines = ', '.join(f'{k}: {what} has {a!r}, config has {b!r}'
+                              for k, (a, b) in diff.items())
+            raise CheckpointMismatchError(f'{what} was trained for another config ({lines})')

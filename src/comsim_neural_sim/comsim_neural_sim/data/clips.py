@@ -1,0 +1,142 @@
+"""Paired episodes (real + twin camera streams + commanded actions) -> training clips.
+
+A paired episode is a rosbag2 episode holding ``/real/cameras/<cam>/image_raw`` and
+``/sim/cameras/<cam>/image_raw`` with the same header stamps, ``/joint_states`` and the command
+topic. The action of a frame is the joint target in force at that frame (the measured joint
+position before the first command arrives).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from ..config import NeuralSimConfig
+from ..errors import InputShapeError, MissingStreamError, NeuralSimError
+from .frames import frames_to_tensor
+
+
+@dataclass
+class PairedClip:
+    """One paired episode in memory: (T, H, W, 3) uint8 real and sim, (T, A) actions."""
+
+    real: np.ndarray
+    sim: np.ndarray
+    actions: np.ndarray
+    name: str = ''
+
+    def __post_init__(self) -> None:
+        n = len(self.real)
+        if self.real.shape != self.sim.shape:
+            raise InputShapeError(f'{self.name}: real {self.real.shape} and sim '
+                                  f'{self.sim.shape} clips differ')
+        if self.actions.ndim != 2 or len(self.actions) != n:
+            raise InputShapeError(f'{self.name}: actions {self.actions.shape} do not give one '
+                                  f'row per frame ({n} frames)')
+
+
+def paired_topics(camera: str) -> tuple[str, str]:
+    return f'/real/cameras/{camera}/image_raw', f'/sim/cameras/{camera}/image_raw'
+
+
+def load_paired_episode(path: str | Path, camera: str = 'front',
+                        command_topic: str = '/joint_trajectory_controller/joint_trajectory',
+                        joint_topic: str = '/joint_states') -> PairedClip:
+    """Read one paired episode; ``MissingStreamError`` names any absent stream."""
+    from comsim_teleop.episodes import Episode  # noqa: PLC0415  (ROS-free import, but heavy)
+
+    real_t, sim_t = paired_topics(camera)
+    with Episode.open(path) as ep:
+        topics = ep.topics
+        missing = [t for t in (real_t, sim_t, joint_topic, command_topic) if t not in topics]
+        if missing:
+            raise MissingStreamError(f'paired episode {path} lacks {missing}; it has {topics}')
+        real, sim, actions = [], [], []
+        for fr in ep.frames([real_t, sim_t], joint_topic=joint_topic,
+                            command_topic=command_topic, skip_unaligned=True):
+            real.append(fr.images[real_t])
+            sim.append(fr.images[sim_t])
+            cmd = fr.command if fr.command is not None else fr.joint_position
+            actions.append(np.asarray(cmd, dtype=np.float32))
+    if not real:
+        raise NeuralSimError(f'paired episode {path}: no frame where real, sim and joint states '
+                             f'align')
+    return PairedClip(np.stack(real), np.stack(sim), np.stack(actions), Path(path).name)
+
+
+def load_paired_dir(directory: str | Path, camera: str = 'front',
+                    command_topic: str = '/joint_trajectory_controller/joint_trajectory'
+                    ) -> list[PairedClip]:
+    """Every episode (a folder with ``metadata.yaml``) under ``directory``."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f'no paired-episode directory at {directory}')
+    eps = sorted(p.parent for p in directory.rglob('metadata.yaml'))
+    if not eps:
+        raise NeuralSimError(f'no rosbag2 episodes (metadata.yaml) under {directory}')
+    return [load_paired_episode(p, camera, command_topic) for p in eps]
+
+
+def action_stats(clips: list[PairedClip]) -> tuple[list[float], list[float]]:
+    """Per-dimension mean and std (std floored so constant joints stay finite)."""
+    a = np.concatenate([c.actions for c in clips]).astype(np.float64)
+    std = a.std(0)
+    std = np.where(std < 1e-3, 1.0, std)
+    return a.mean(0).tolist(), std.tolist()
+
+
+def normalise_actions(actions: np.ndarray, cfg: NeuralSimConfig) -> torch.Tensor:
+    """(T, A) -> float tensor with the config's action statistics applied."""
+    if actions.ndim != 2 or actions.shape[1] != cfg.action_dim:
+        raise InputShapeError(f'actions must be (T, action_dim={cfg.action_dim}), got '
+                              f'{actions.shape}')
+    a = torch.as_tensor(np.asarray(actions, dtype=np.float32))
+    if cfg.action_mean is not None and cfg.action_std is not None:
+        a = (a - torch.tensor(cfg.action_mean)) / torch.tensor(cfg.action_std)
+    return a
+
+
+class ClipDataset(Dataset):
+    """Windows of ``cfg.frames`` frames (stride ``cfg.clip_stride``) over paired clips.
+
+    Frames are resized to the config resolution (and encoded to latents when a codec is
+    given) once, up front. A window's first ``cfg.context_frames`` frames are the context the
+    trainer may reveal; the model learns to continue from them.
+    """
+
+    def __init__(self, clips: list[PairedClip], cfg: NeuralSimConfig, codec: object = None
+                 ) -> None:
+        if not clips:
+            raise NeuralSimError('no paired clips to train on')
+        self.cfg = cfg
+        self.items: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+        self.index: list[tuple[int, int]] = []
+        for clip in clips:
+            if clip.actions.shape[1] != cfg.action_dim:
+                raise InputShapeError(f'{clip.name}: actions have {clip.actions.shape[1]} '
+                                      f'dimensions; config action_dim is {cfg.action_dim}')
+            if len(clip.real) < cfg.frames:
+                continue
+            real = frames_to_tensor(clip.real, cfg.height, cfg.width)
+            sim = frames_to_tensor(clip.sim, cfg.height, cfg.width)
+            if codec is not None:
+                real, sim = codec.encode(real).cpu(), codec.encode(sim).cpu()
+            k = len(self.items)
+            self.items.append((real, sim, normalise_actions(clip.actions, cfg)))
+            starts = range(0, len(clip.real) - cfg.frames + 1, max(1, cfg.clip_stride))
+            self.index.extend((k, s) for s in starts)
+        if not self.index:
+            raise InputShapeError(f'every clip is shorter than the window ({cfg.frames} frames)')
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        k, s = self.index[i]
+        real, sim, act = self.items[k]
+        f = self.cfg.frames
+        return {'real': real[s:s + f], 'sim': sim[s:s + f], 'actions': act[s:s + f]}

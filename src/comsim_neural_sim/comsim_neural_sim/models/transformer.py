@@ -1,0 +1,119 @@
+"""``NeuralSimTransformer``: a video DiT that denoises the real clip given the twin's clip and
+the commanded actions.
+
+Visual dynamics (the sim clip) enter as extra input channels, as diffusers' image-to-video
+models (CogVideoX-I2V, Wan-I2V) concatenate their image latents; control dynamics (the actions)
+enter per frame through adaLN modulation and as cross-attention tokens. Each condition has a
+per-sample keep flag so one network gives the unconditional, action-only, sim-only and joint
+scores that compositional guidance combines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from diffusers.configuration_utils import ConfigMixin, register_to_config
+from diffusers.models.embeddings import TimestepEmbedding, Timesteps
+from diffusers.models.modeling_utils import ModelMixin
+from diffusers.utils import BaseOutput
+from torch import nn
+
+from ..errors import InputShapeError
+from .block import NeuralSimBlock
+from .embeddings import ActionEncoder, sincos_3d
+
+
+@dataclass
+class NeuralSimTransformerOutput(BaseOutput):
+    """``sample``: the prediction (noise or flow velocity), shaped like the input clip."""
+
+    sample: torch.Tensor
+
+
+class NeuralSimTransformer(ModelMixin, ConfigMixin):
+    """Clips are (B, F, C, H, W) in the model's space; actions (B, F, A); keep flags (B,)."""
+
+    _supports_gradient_checkpointing = False
+
+    @register_to_config
+    def __init__(self, frames: int = 8, channels: int = 3, height: int = 32, width: int = 40,
+                 action_dim: int = 7, width_dim: int = 64, depth: int = 4, heads: int = 4,
+                 patch_size: int = 4, patch_size_t: int = 1) -> None:
+        super().__init__()
+        p, pt, dim = patch_size, patch_size_t, width_dim
+        self.grid = (frames // pt, height // p, width // p)
+        in_ch = 3 * channels + 2  # noisy, sim, context, sim flag, context flag
+        self.patch = nn.Conv3d(in_ch, dim, kernel_size=(pt, p, p), stride=(pt, p, p))
+        self.register_buffer('pos', sincos_3d(*self.grid, dim), persistent=False)
+        self.time_proj = Timesteps(dim, flip_sin_to_cos=True, downscale_freq_shift=0)
+        self.time_embed = TimestepEmbedding(dim, dim)
+        self.actions = ActionEncoder(action_dim * pt, dim, self.grid[0])
+        self.blocks = nn.ModuleList(NeuralSimBlock(dim, heads) for _ in range(depth))
+        self.norm_out = nn.LayerNorm(dim, elementwise_affine=False, eps=1e-6)
+        self.ada_out = nn.Linear(dim, 2 * dim)
+        self.proj_out = nn.Linear(dim, pt * p * p * channels)
+        for lin in (self.ada_out, self.proj_out):
+            nn.init.zeros_(lin.weight)
+            nn.init.zeros_(lin.bias)
+
+    def check_inputs(self, sample: torch.Tensor, actions: torch.Tensor) -> None:
+        """Raise ``InputShapeError`` when a clip or action array does not fit this model."""
+        c = self.config
+        want = (c.frames, c.channels, c.height, c.width)
+        if sample.ndim != 5 or tuple(sample.shape[1:]) != want:
+            raise InputShapeError(f'clip shape {tuple(sample.shape)} does not match the model '
+                                  f'(B, frames, channels, height, width) = (B, *{want})')
+        if actions.ndim != 3 or tuple(actions.shape[1:]) != (c.frames, c.action_dim):
+            raise InputShapeError(f'actions shape {tuple(actions.shape)} does not match the '
+                                  f'model (B, frames, action_dim) = (B, {c.frames}, '
+                                  f'{c.action_dim})')
+        if actions.shape[0] != sample.shape[0]:
+            raise InputShapeError(f'batch of actions ({actions.shape[0]}) differs from the '
+                                  f'batch of clips ({sample.shape[0]})')
+
+    def forward(self, sample: torch.Tensor, timestep: torch.Tensor, sim: torch.Tensor,
+                actions: torch.Tensor, sim_keep: torch.Tensor | None = None,
+                action_keep: torch.Tensor | None = None, context: torch.Tensor | None = None,
+                context_mask: torch.Tensor | None = None,
+                return_dict: bool = True) -> NeuralSimTransformerOutput | tuple[torch.Tensor]:
+        """Predict noise/velocity for ``sample`` at ``timestep``.
+
+        ``sim_keep``/``action_keep`` (B,) are 1 where the condition is given and 0 where it is
+        dropped (default: all given). ``context`` holds known frames where ``context_mask``
+        (B, F) is 1, e.g. the last generated frames of the previous window.
+        """
+        self.check_inputs(sample, actions)
+        if sim.shape != sample.shape:
+            raise InputShapeError(f'sim clip shape {tuple(sim.shape)} differs from the clip '
+                                  f'shape {tuple(sample.shape)}')
+        b, f, ch, h, w = sample.shape
+        dtype, dev = sample.dtype, sample.device
+        ones = torch.ones(b, device=dev, dtype=dtype)
+        sim_keep = ones if sim_keep is None else sim_keep.to(dev, dtype)
+        action_keep = ones if action_keep is None else action_keep.to(dev, dtype)
+        if context is None:
+            context = torch.zeros_like(sample)
+            context_mask = torch.zeros(b, f, device=dev, dtype=dtype)
+        elif context_mask is None or context.shape != sample.shape or context_mask.shape != (b, f):
+            raise InputShapeError('context must be shaped like the clip, with a (B, frames) mask')
+        cm = context_mask.to(dev, dtype).view(b, f, 1, 1, 1)
+        sk = sim_keep.view(b, 1, 1, 1, 1)
+        x = torch.cat([sample, sim * sk, context * cm, sk.expand(b, f, 1, h, w),
+                       cm.expand(b, f, 1, h, w)], dim=2)
+        tokens = self.patch(x.permute(0, 2, 1, 3, 4))  # (B, D, F', h', w')
+        gt, gh, gw = self.grid
+        tokens = tokens.flatten(2).transpose(1, 2) + self.pos.to(dtype)[None]
+
+        pt = self.config.patch_size_t
+        act = self.actions(actions.reshape(b, gt, pt * self.config.action_dim), action_keep)
+        t_emb = self.time_embed(self.time_proj(timestep.to(dev).reshape(-1).expand(b)).to(dtype))
+        cond = (t_emb[:, None] + act).repeat_interleave(gh * gw, dim=1)  # (B, N, D)
+        for block in self.blocks:
+            tokens = block(tokens, cond, act)
+        shift, scale = self.ada_out(nn.functional.silu(cond)).chunk(2, dim=-1)
+        out = self.proj_out(self.norm_out(tokens) * (1 + scale) + shift)
+        p = self.config.patch_size
+        out = out.view(b, gt, gh, gw, pt, p, p, ch).permute(0, 1, 4, 7, 2, 5, 3, 6)
+        out = out.reshape(b, f, ch, h, w)
+        return NeuralSimTransformerOutput(sample=out) if return_dict else (out,)

@@ -1,0 +1,193 @@
+"""Train the neural simulator on paired clips.
+
+    python -m comsim_neural_sim.training.train --config config/neural_sim.yaml --data DIR \
+        --out CKPT [--resume] [--steps N]
+
+``--data`` is a directory of paired rosbag2 episodes, or ``synthetic:N`` for N synthetic
+episodes. Multi-GPU / multi-node: start the same command with ``accelerate launch``.
+The output directory is a pipeline checkpoint (EMA weights) plus ``train_state/`` (resume),
+``loss.csv``, ``loss.png`` and ``samples/step_*.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from accelerate import Accelerator
+from torch.utils.data import DataLoader
+
+from ..checkpoint import load_config, transformer_from_config
+from ..config import NeuralSimConfig
+from ..data.clips import ClipDataset, PairedClip, action_stats, load_paired_dir
+from ..data.synthetic import synthetic_pair
+from ..errors import NeuralSimError
+from ..models.autoencoder import LatentCodec
+from ..sampling.guidance import GuidanceWeights
+from ..sampling.pipeline import NeuralSimPipeline
+from ..schedulers import corrupt, make_scheduler
+from .dropout import sample_condition_masks
+from .ema import EMA
+from .report import append_csv, finite, plot_loss, save_sheet
+from .state import load_train_state, save_train_state
+
+
+@dataclass
+class TrainResult:
+    """What a run did: first/last logged loss, speed, where the checkpoint is."""
+
+    steps: int
+    first_loss: float
+    last_loss: float
+    samples_per_s: float
+    out: Path
+
+
+def load_clips(data: str, cfg: NeuralSimConfig) -> list[PairedClip]:
+    """``synthetic:N[:T]`` or a directory of paired episodes."""
+    if data.startswith('synthetic'):
+        parts = data.split(':')
+        n = int(parts[1]) if len(parts) > 1 else 8
+        t = int(parts[2]) if len(parts) > 2 else 4 * cfg.frames
+        return [synthetic_pair(t, cfg.height, cfg.width, cfg.action_dim, seed=i)
+                for i in range(n)]
+    return load_paired_dir(data, cfg.camera, cfg.command_topic)
+
+
+def _batches(loader: DataLoader):
+    while True:
+        yield from loader
+
+
+def _validation_sheet(path: Path, model: torch.nn.Module, cfg: NeuralSimConfig,
+                      codec: LatentCodec | None, batch: dict[str, torch.Tensor]) -> None:
+    pipe = NeuralSimPipeline(model, cfg, codec=codec)
+    sim, act, real = batch['sim'][:1], batch['actions'][:1], batch['real'][:1]
+    was_training = model.training
+    out = pipe.generate(sim.to(pipe.device), act.to(pipe.device), GuidanceWeights(1.0, 1.0),
+                        'composed', steps=10, seed=0)
+    model.train(was_training)
+    rows = [pipe.decode_frames(x[0].to(pipe.device), cfg.height, cfg.width)
+            for x in (sim, real, out)]
+    save_sheet(path, rows)
+
+
+def train(cfg: NeuralSimConfig, clips: list[PairedClip], out: str | Path, resume: bool = False,
+          steps: int | None = None, log=print) -> TrainResult:
+    """Train (or resume) for ``steps`` (default ``cfg.steps``) total optimiser steps."""
+    out = Path(out)
+    total = cfg.steps if steps is None else steps
+    accel = Accelerator(mixed_precision='bf16' if torch.cuda.is_available() else 'no')
+    state_dir = out / 'train_state'
+    if resume:
+        saved = load_config(out, expect=cfg)
+        cfg = cfg.replace(action_mean=saved.action_mean, action_std=saved.action_std)
+    elif cfg.action_mean is None:
+        mean, std = action_stats(clips)
+        cfg = cfg.replace(action_mean=mean, action_std=std)
+    codec = LatentCodec.from_pretrained(cfg.autoencoder_path) if cfg.space == 'latent' else None
+    if codec is not None:
+        codec.vae.to(accel.device)
+    dataset = ClipDataset(clips, cfg, codec)
+    torch.manual_seed(cfg.seed)
+    model = transformer_from_config(cfg)
+    ema = EMA(model, cfg.ema_decay)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    start = 0
+    if resume:
+        meta = load_train_state(state_dir, model, ema.model, opt)
+        start, ema.step = int(meta['step']), int(meta['ema_step'])
+        log(f'resumed at step {start} from {state_dir}')
+    gen = torch.Generator().manual_seed(cfg.seed + start)
+    loader = DataLoader(dataset, batch_size=cfg.batch_size, shuffle=True, drop_last=False,
+                        generator=gen)
+    model, opt, loader = accel.prepare(model, opt, loader)
+    ema.model.to(accel.device)
+    scheduler = make_scheduler(cfg)
+    val_batch = next(iter(DataLoader(dataset, batch_size=1)))
+    if accel.is_main_process:
+        (out / 'samples').mkdir(parents=True, exist_ok=True)
+        cfg.save(out)
+    first = last = float('nan')
+    t0, seen, run_loss, run_n = time.perf_counter(), 0, 0.0, 0
+    batches = _batches(loader)
+    model.train()
+    for step in range(start + 1, total + 1):
+        batch = next(batches)
+        real, sim, act = batch['real'], batch['sim'], batch['actions']
+        b = real.shape[0]
+        masks = sample_condition_masks(b, cfg.frames, cfg.context_frames, cfg.p_drop_action,
+                                       cfg.p_drop_sim, cfg.p_drop_context, gen)
+        noise = torch.randn(real.shape, generator=gen).to(real.device)
+        noisy, t, target = corrupt(scheduler, real, noise, gen)
+        ctx = masks.context.to(real.device)
+        with accel.autocast():
+            pred = model(noisy, t.to(real.device), sim, act, masks.sim_keep, masks.action_keep,
+                         context=real, context_mask=ctx).sample
+        per_frame = ((pred.float() - target) ** 2).mean(dim=(2, 3, 4))
+        weight = 1.0 - ctx
+        loss = (per_frame * weight).sum() / weight.sum().clamp_min(1.0)
+        accel.backward(loss)
+        if cfg.grad_clip:
+            accel.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        ema.update(accel.unwrap_model(model))
+        val = float(loss.detach())
+        if not finite(val):
+            raise NeuralSimError(f'loss became {val} at step {step}; lower lr or check data')
+        seen += b * accel.num_processes
+        run_loss, run_n = run_loss + val, run_n + 1
+        if step % cfg.log_every == 0 or step == total or step == start + 1:
+            last = run_loss / run_n
+            first = last if first != first else first
+            rate = seen / (time.perf_counter() - t0)
+            if accel.is_main_process:
+                append_csv(out / 'loss.csv', {'step': step, 'loss': last, 'samples_per_s': rate,
+                                              'elapsed_s': time.perf_counter() - t0})
+                log(f'step {step}/{total} loss {last:.5f} {rate:.1f} samples/s')
+            run_loss, run_n = 0.0, 0
+        if accel.is_main_process and (step % cfg.save_every == 0 or step == total):
+            _save(out, cfg, accel.unwrap_model(model), ema, opt, step, codec)
+        if accel.is_main_process and (step % cfg.sample_every == 0 or step == total):
+            _validation_sheet(out / 'samples' / f'step_{step:06d}.png', ema.model, cfg, codec,
+                              val_batch)
+            plot_loss(out / 'loss.csv', out / 'loss.png')
+    accel.wait_for_everyone()
+    rate = seen / max(time.perf_counter() - t0, 1e-9)
+    return TrainResult(total, first, last, rate, out)
+
+
+def _save(out: Path, cfg: NeuralSimConfig, model: torch.nn.Module, ema: EMA,
+          opt: torch.optim.Optimizer, step: int, codec: LatentCodec | None) -> None:
+    NeuralSimPipeline(ema.model, cfg, codec=codec).save_pretrained(out)
+    save_train_state(out / 'train_state', model, ema.model, opt,
+                     {'step': step, 'ema_step': ema.step})
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--config', required=True, help='neural-sim YAML (config/neural_sim.yaml)')
+    ap.add_argument('--data', required=True, help='paired-episode dir or synthetic:N[:T]')
+    ap.add_argument('--out', required=True, help='checkpoint directory')
+    ap.add_argument('--resume', action='store_true', help='continue from --out/train_state')
+    ap.add_argument('--steps', type=int, default=None, help='total steps (default: config)')
+    args = ap.parse_args(argv)
+    cfg = NeuralSimConfig.from_yaml(args.config)
+    out = Path(args.out)
+    if out.exists() and (out / 'train_state').exists() and not args.resume:
+        print(f'{out} holds a training run; pass --resume or choose another --out',
+              file=sys.stderr)
+        return 2
+    res = train(cfg, load_clips(args.data, cfg), out, resume=args.resume, steps=args.steps)
+    print(f'done: {res.steps} steps, loss {res.first_loss:.4f} -> {res.last_loss:.4f}, '
+          f'{res.samples_per_s:.1f} samples/s, checkpoint {res.out}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""``PolicyConfig``: everything needed to rebuild a policy, saved next to its weights.
+
+One YAML file holds the model shape, the observation contract (joint names, camera topics and
+their native sizes, the resized/cropped image size, horizons, control rate) and the training
+settings, so a checkpoint directory is self-describing and a deploy node can check that the
+robot it runs on matches what the policy was trained on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULT_JOINTS = ['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6', 'gripper']
+DEFAULT_CAMERAS = ['/cameras/front/image_raw', '/cameras/side/image_raw']
+COMMAND_TOPIC = '/joint_trajectory_controller/joint_trajectory'
+
+
+class ConfigError(ValueError):
+    """A policy config file or dict is malformed."""
+
+
+@dataclass
+class ModelConfig:
+    """Network sizes. Defaults are the small CPU model; the paper uses (256, 512, 1024)."""
+
+    down_dims: list[int] = field(default_factory=lambda: [64, 128, 256])
+    kernel_size: int = 5
+    n_groups: int = 8
+    diffusion_step_embed_dim: int = 64
+    vision_width: int = 16          # ResNet-18 stem width (64 in the standard ResNet-18)
+    num_keypoints: int = 32         # spatial-softmax keypoints per camera
+    share_vision_encoder: bool = False
+
+
+@dataclass
+class SchedulerConfig:
+    """DDPM for training, DDIM for inference (diffusers schedulers)."""
+
+    num_train_timesteps: int = 100
+    beta_schedule: str = 'squaredcos_cap_v2'
+    prediction_type: str = 'epsilon'
+    num_inference_steps: int = 10
+    clip_sample: bool = True
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation and data settings."""
+
+    batch_size: int = 32
+    lr: float = 1e-3
+    weight_decay: float = 1e-6
+    max_steps: int = 2000
+    warmup_steps: int = 100
+    ema_decay: float = 0.995
+    ema_warmup_steps: int = 50
+    val_fraction: float = 0.1
+    val_every: int = 200
+    checkpoint_every: int = 500
+    log_every: int = 50
+    seed: int = 0
+    num_workers: int = 0
+    mixture: dict[str, float] = field(default_factory=dict)   # source -> weight (empty: uniform)
+    mixture_counts: dict[str, int] = field(default_factory=dict)  # source -> episodes used
+    cache_dir: str = 'output/policy_cache'
+    device: str = 'auto'
+
+
+@dataclass
+class PolicyConfig:
+    """The whole policy description (``to_yaml``/``from_yaml`` round-trip exactly)."""
+
+    joint_names: list[str] = field(default_factory=lambda: list(DEFAULT_JOINTS))
+    camera_topics: list[str] = field(default_factory=lambda: list(DEFAULT_CAMERAS))
+    # native (height, width) per camera as recorded; filled from the data when empty
+    camera_sizes: dict[str, list[int]] = field(default_factory=dict)
+    joint_topic: str = '/joint_states'
+    command_topic: str | None = COMMAND_TOPIC
+    image_size: list[int] = field(default_factory=lambda: [72, 96])   # resize target (H, W)
+    crop_size: list[int] = field(default_factory=lambda: [64, 80])    # random/centre crop (H, W)
+    n_obs_steps: int = 2
+    horizon: int = 16
+    n_action_steps: int = 8
+    control_hz: float = 10.0   # frame rate of the training data = the rate actions are for
+    model: ModelConfig = field(default_factory=ModelConfig)
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    @property
+    def action_dim(self) -> int:
+        """Actions are commanded joint targets: one per joint."""
+        return len(self.joint_names)
+
+    @property
+    def camera_keys(self) -> list[str]:
+        """Module-safe names for the cameras (topics contain '/')."""
+        return [camera_key(t) for t in self.camera_topics]
+
+    def validate(self) -> None:
+        """Raise ConfigError on sizes that cannot work together."""
+        if not self.joint_names:
+            raise ConfigError('joint_names is empty')
+        if not self.camera_topics:
+            raise ConfigError('camera_topics is empty: the policy needs at least one camera')
+        if len(self.image_size) != 2 or len(self.crop_size) != 2:
+            raise ConfigError('image_size and crop_size are [height, width]')
+        if any(c > i for c, i in zip(self.crop_size, self.image_size, strict=True)):
+            raise ConfigError(f'crop_size {self.crop_size} exceeds image_size {self.image_size}')
+        if not 1 <= self.n_obs_steps <= self.horizon:
+            raise ConfigError(f'n_obs_steps {self.n_obs_steps} must be in [1, horizon]')
+        if self.n_obs_steps - 1 + self.n_action_steps > self.horizon:
+            raise ConfigError(f'n_obs_steps - 1 + n_action_steps ({self.n_obs_steps - 1} + '
+                              f'{self.n_action_steps}) exceeds horizon {self.horizon}')
+        down = 2 ** (len(self.model.down_dims) - 1)
+        if self.horizon % down:
+            raise ConfigError(f'horizon {self.horizon} must be divisible by {down} '
+                              f'({len(self.model.down_dims)} UNet levels)')
+
+    # ------------------------------------------------------------------ (de)serialisation
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PolicyConfig:
+        """Build from a dict; unknown keys are errors (typos must not pass silently)."""
+        if not isinstance(data, dict):
+            raise ConfigError(f'policy config must be a mapping, got {type(data).__name__}')
+        data = dict(data)
+        subs = {'model': ModelConfig, 'scheduler': SchedulerConfig, 'train': TrainConfig}
+        for key, sub in subs.items():
+            data[key] = _build(sub, data.get(key) or {}, key)
+        return _build(cls, data, 'policy')
+
+    def to_yaml(self, path: Path | str) -> None:
+        Path(path).write_text(yaml.safe_dump(self.to_dict(), sort_keys=False), encoding='utf8')
+
+    @classmethod
+    def from_yaml(cls, path: Path | str) -> PolicyConfig:
+        path = Path(path)
+        if not path.exists():
+            raise ConfigError(f'no policy config at {path}')
+        try:
+            data = yaml.safe_load(path.read_text(encoding='utf8'))
+        except yaml.YAMLError as exc:
+            raise ConfigError(f'{path}: invalid YAML: {exc}') from exc
+        try:
+            return cls.from_dict(data or {})
+        except ConfigError as exc:
+            raise ConfigError(f'{path}: {exc}') from exc
+
+
+def camera_key(topic: str) -> str:
+    """'/cameras/front/image_raw' -> 'cameras_front_image_raw' (usable as a module name)."""
+    return topic.strip('/').replace('/', '_') or 'camera'
+
+
+def _build(cls: type, data: dict[str, Any], where: str) -> Any:
+    if not isinstance(data, dict):
+        raise ConfigError(f'{where} must be a mapping')
+    names = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(f'{where}: unknown keys {unknown} (known: {sorted(names)})')
+    try:
+        return cls(**data)
+    except TypeError as exc:
+        raise ConfigError(f'{where}: {exc}') from exc

@@ -1,0 +1,1 @@
+"""Episode data for policy training: decode + cache, windows, mixtures, augmentation."""

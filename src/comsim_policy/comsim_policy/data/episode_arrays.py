@@ -1,0 +1,132 @@
+"""Decode one recorded episode into the arrays a policy trains on.
+
+Per frame of the first camera: every camera's image resized to the policy's image size, the
+joint positions (state) and the commanded joint targets in force (action), both in the
+policy's joint order. Where no command is in force yet (or the command topic is absent from a
+sim/pseudo-real episode), the action falls back to the next frame's joint positions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from comsim_teleop.episodes import Episode
+
+from ..config import DEFAULT_JOINTS, PolicyConfig
+
+SOURCES = ('real', 'sim', 'pseudo_real')
+
+
+class EpisodeDataError(ValueError):
+    """An episode cannot be turned into training arrays (names the episode and why)."""
+
+
+@dataclass
+class EpisodeArrays:
+    """One episode, decoded; images keyed by camera topic, (N, H, W, 3) uint8."""
+
+    name: str
+    source: str
+    images: dict[str, np.ndarray]
+    state: np.ndarray      # (N, J) float32
+    action: np.ndarray     # (N, J) float32
+    t_ns: np.ndarray       # (N,) int64
+    native_sizes: dict[str, list[int]] = field(default_factory=dict)   # topic -> [H, W]
+    commands_used: int = 0   # frames whose action is a recorded command (not the fallback)
+
+    def __len__(self) -> int:
+        return int(self.state.shape[0])
+
+    @property
+    def rate_hz(self) -> float | None:
+        if len(self) < 2:
+            return None
+        return float((len(self) - 1) / ((self.t_ns[-1] - self.t_ns[0]) / 1e9))
+
+
+def episode_source(metadata: dict, override: str | None = None) -> str:
+    """real | sim | pseudo_real from ``override``, episode.yaml ``source``, or 'real'."""
+    src = override or metadata.get('source') or (metadata.get('metadata') or {}).get('source')
+    src = str(src or 'real')
+    if src not in SOURCES:
+        raise EpisodeDataError(f'unknown episode source {src!r}; expected one of {SOURCES}')
+    return src
+
+
+def resize(img: np.ndarray, size: list[int] | tuple[int, int]) -> np.ndarray:
+    """RGB uint8 (H, W, 3) -> (size[0], size[1], 3); area filter when shrinking."""
+    h, w = int(size[0]), int(size[1])
+    if img.shape[:2] == (h, w):
+        return np.ascontiguousarray(img)
+    interp = cv2.INTER_AREA if img.shape[0] > h else cv2.INTER_LINEAR
+    return cv2.resize(img, (w, h), interpolation=interp)
+
+
+def _reorder(names: list[str] | None, wanted: list[str], what: str, path: Path) -> list[int]:
+    names = list(names) if names is not None else list(DEFAULT_JOINTS)
+    missing = [n for n in wanted if n not in names]
+    if missing:
+        raise EpisodeDataError(f'{path}: {what} lacks joints {missing} (has {names})')
+    return [names.index(n) for n in wanted]
+
+
+def load_episode_arrays(path: Path | str, config: PolicyConfig, source: str | None = None,
+                        tolerance_s: float | None = None) -> EpisodeArrays:
+    """Decode ``path`` with the shared episode reader (slow: use ``FrameCache``)."""
+    path = Path(path)
+    with Episode.open(path) as ep:
+        joint_names = ep.joint_states(config.joint_topic).names
+        j_order = _reorder(joint_names, config.joint_names, config.joint_topic, path)
+        cmd_topic = config.command_topic if config.command_topic in ep.topics else None
+        c_order = None
+        if cmd_topic is not None:
+            c_order = _reorder(ep.commands(cmd_topic).names, config.joint_names, cmd_topic, path)
+        images: dict[str, list[np.ndarray]] = {c: [] for c in config.camera_topics}
+        native: dict[str, list[int]] = {}
+        states, cmds, ts = [], [], []
+        stream = ep.frames(config.camera_topics, config.joint_topic, cmd_topic, tolerance_s,
+                           skip_unaligned=True)
+        for frame in stream:
+            for cam, img in frame.images.items():
+                native.setdefault(cam, [int(img.shape[0]), int(img.shape[1])])
+                images[cam].append(resize(img, config.image_size))
+            states.append(frame.joint_position[j_order])
+            cmd = frame.command
+            ok = cmd is not None and c_order is not None and cmd.shape[0] > max(c_order)
+            cmds.append(cmd[c_order] if ok else None)
+            ts.append(frame.t_ns)
+        src = episode_source(ep.metadata, source)
+    if len(states) < 2:
+        raise EpisodeDataError(f'{path}: only {len(states)} aligned frames '
+                               f'({stream.skipped} skipped: {stream.skip_reasons[:1]})')
+    state = np.stack(states).astype(np.float32)
+    action = np.empty_like(state)
+    used = 0
+    for i, cmd in enumerate(cmds):
+        if cmd is not None and np.isfinite(cmd).all():
+            action[i] = cmd
+            used += 1
+        else:
+            action[i] = state[min(i + 1, len(state) - 1)]
+    return EpisodeArrays(path.name, src, {c: np.stack(v) for c, v in images.items()}, state,
+                         action, np.asarray(ts, dtype=np.int64), native, used)
+
+
+def episode_exists(path: Path | str) -> bool:
+    """A directory that looks like a recorded episode (bag metadata present)."""
+    return (Path(path) / 'metadata.yaml').exists()
+
+
+def find_episodes(root: Path | str) -> list[Path]:
+    """``root`` itself if it is an episode, else its episode subdirectories (sorted)."""
+    root = Path(root)
+    if episode_exists(root):
+        return [root]
+    if not root.is_dir():
+        raise EpisodeDataError(f'no episode directory at {root}')
+    return sorted(p for p in root.iterdir() if p.is_dir() and episode_exists(p))
+

@@ -1,0 +1,76 @@
+"""``DiffusionPolicyModel``: observation encoder + conditional UNet + normalisers.
+
+Training: actions are noised by the DDPM scheduler and the UNet predicts the noise, conditioned
+on the encoded observation window. Sampling: start from Gaussian noise and denoise with any
+diffusers scheduler (DDIM at deploy time). Images arrive already cropped (``data.augment``).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F  # noqa: N812
+from torch import nn
+
+from ..config import PolicyConfig
+from ..normalizer import PolicyNormalizer
+from .unet1d import ConditionalUnet1D
+from .vision import ResNetEncoder
+
+
+class DiffusionPolicyModel(nn.Module):
+    """Batch layout: images {camera_key: (B, T_obs, 3, H, W) uint8}, state (B, T_obs, J),
+    action (B, horizon, J); states and actions unnormalised (joint units)."""
+
+    def __init__(self, config: PolicyConfig) -> None:
+        super().__init__()
+        self.config = config
+        m = config.model
+        keys = config.camera_keys
+        if m.share_vision_encoder:
+            shared = ResNetEncoder(m.vision_width, m.num_keypoints)
+            self.encoders = nn.ModuleDict({k: shared for k in keys})
+        else:
+            self.encoders = nn.ModuleDict({k: ResNetEncoder(m.vision_width, m.num_keypoints)
+                                           for k in keys})
+        feat = sum(self.encoders[k].out_dim for k in keys) + len(config.joint_names)
+        self.unet = ConditionalUnet1D(config.action_dim, feat * config.n_obs_steps, m.down_dims,
+                                      m.kernel_size, m.n_groups, m.diffusion_step_embed_dim)
+        self.normalizer = PolicyNormalizer(len(config.joint_names), config.action_dim)
+
+    def encode(self, images: dict[str, torch.Tensor], state: torch.Tensor) -> torch.Tensor:
+        """Observation window -> one conditioning vector per sample (B, T_obs * feat)."""
+        b, t = state.shape[:2]
+        parts = []
+        for key in self.config.camera_keys:
+            img = images[key]
+            x = img.reshape(b * t, *img.shape[2:]).float() / 255.0
+            parts.append(self.encoders[key](x).reshape(b, t, -1))
+        parts.append(self.normalizer.state.normalize(state.float()))
+        return torch.cat(parts, dim=-1).reshape(b, -1)
+
+    def compute_loss(self, batch: dict, noise_scheduler) -> torch.Tensor:
+        """DDPM epsilon-prediction MSE on one batch."""
+        cond = self.encode(batch['images'], batch['state'])
+        actions = self.normalizer.action.normalize(batch['action'].float())
+        noise = torch.randn_like(actions)
+        steps = torch.randint(0, noise_scheduler.config.num_train_timesteps,
+                              (actions.shape[0],), device=actions.device)
+        noisy = noise_scheduler.add_noise(actions, noise, steps)
+        pred = self.unet(noisy, steps, cond)
+        target = noise
+        if noise_scheduler.config.prediction_type == 'sample':
+            target = actions
+        return F.mse_loss(pred, target)
+
+    @torch.no_grad()
+    def sample(self, images: dict[str, torch.Tensor], state: torch.Tensor, scheduler,
+               generator: torch.Generator | None = None) -> torch.Tensor:
+        """Denoise an action sequence (B, horizon, J), unnormalised; timesteps must be set."""
+        cond = self.encode(images, state)
+        shape = (state.shape[0], self.config.horizon, self.config.action_dim)
+        x = torch.randn(shape, generator=generator, device=generator.device
+                        if generator is not None else state.device).to(state.device)
+        for t in scheduler.timesteps:
+            eps = self.unet(x, t.to(x.device), cond)
+            x = scheduler.step(eps, t, x, generator=generator).prev_sample
+        return self.normalizer.action.unnormalize(x)

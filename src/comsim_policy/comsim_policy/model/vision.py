@@ -1,0 +1,88 @@
+"""Image encoder: ResNet-18 layout, GroupNorm instead of BatchNorm, spatial-softmax keypoints.
+
+GroupNorm because EMA weights and small per-GPU batches make BatchNorm statistics unreliable
+(Chi et al. 2023); spatial softmax keeps *where* features are, which matters for manipulation
+more than global pooling does. ``width`` scales every stage so a CPU model can be tiny.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F  # noqa: N812
+from torch import nn
+
+from .unet1d import _groups
+
+
+def _norm(channels: int) -> nn.GroupNorm:
+    return nn.GroupNorm(_groups(channels, max(1, channels // 16)), channels)
+
+
+class BasicBlock(nn.Module):
+    """ResNet basic block (two 3x3 convs) with GroupNorm."""
+
+    def __init__(self, c_in: int, c_out: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False)
+        self.norm1 = _norm(c_out)
+        self.conv2 = nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False)
+        self.norm2 = _norm(c_out)
+        self.down = None
+        if stride != 1 or c_in != c_out:
+            self.down = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False),
+                                      _norm(c_out))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.relu(self.norm1(self.conv1(x)))
+        h = self.norm2(self.conv2(h))
+        return F.relu(h + (x if self.down is None else self.down(x)))
+
+
+class SpatialSoftmax(nn.Module):
+    """Feature map (B, C, H, W) -> expected (x, y) of ``num_keypoints`` heat maps (B, 2K)."""
+
+    def __init__(self, channels: int, num_keypoints: int) -> None:
+        super().__init__()
+        self.proj = nn.Conv2d(channels, num_keypoints, 1)
+
+    def forward(self, feat: torch.Tensor) -> torch.Tensor:
+        b, _, h, w = feat.shape
+        logits = self.proj(feat).flatten(2)  # (B, K, H*W)
+        attn = logits.softmax(dim=-1)
+        ys = torch.linspace(-1, 1, h, device=feat.device, dtype=feat.dtype)
+        xs = torch.linspace(-1, 1, w, device=feat.device, dtype=feat.dtype)
+        gy, gx = torch.meshgrid(ys, xs, indexing='ij')
+        ex = (attn * gx.reshape(1, 1, -1)).sum(-1)
+        ey = (attn * gy.reshape(1, 1, -1)).sum(-1)
+        return torch.cat([ex, ey], dim=-1).reshape(b, -1)
+
+
+class ResNetEncoder(nn.Module):
+    """ResNet-18 (2-2-2-2 basic blocks) -> spatial softmax -> linear; images in [0, 1]."""
+
+    MEAN = (0.485, 0.456, 0.406)
+    STD = (0.229, 0.224, 0.225)
+
+    def __init__(self, width: int = 64, num_keypoints: int = 32, out_dim: int | None = None
+                 ) -> None:
+        super().__init__()
+        w = width
+        self.stem = nn.Sequential(nn.Conv2d(3, w, 7, 2, 3, bias=False), _norm(w), nn.ReLU(),
+                                  nn.MaxPool2d(3, 2, 1))
+        stages = []
+        c_in = w
+        for i, c_out in enumerate([w, 2 * w, 4 * w, 8 * w]):
+            stride = 1 if i == 0 else 2
+            stages += [BasicBlock(c_in, c_out, stride), BasicBlock(c_out, c_out, 1)]
+            c_in = c_out
+        self.stages = nn.Sequential(*stages)
+        self.pool = SpatialSoftmax(c_in, num_keypoints)
+        self.out_dim = out_dim or 2 * num_keypoints
+        self.head = nn.Sequential(nn.Linear(2 * num_keypoints, self.out_dim), nn.ReLU())
+        self.register_buffer('mean', torch.tensor(self.MEAN).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer('std', torch.tensor(self.STD).view(1, 3, 1, 1), persistent=False)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """(B, 3, H, W) float in [0, 1] -> (B, out_dim)."""
+        x = (images - self.mean) / self.std
+        return self.head(self.pool(self.stages(self.stem(x))))

@@ -1,0 +1,124 @@
+"""What stands between a learned policy and the arm: enable, e-stop, watchdog, NaN guard, limits.
+
+A policy fails in ways a teleoperator does not: it outputs NaN, it keeps acting on a frozen
+camera, it asks for jumps. `SafetyMonitor` decides whether motion is allowed and why not, and
+shapes every action chunk with the same `CommandShaper` teleop uses (joint limits, per-step
+velocity clamps), so no source can bypass them. It is plain Python; the node only wires it up.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from comsim_teleop.control.limits import CommandShaper
+
+# States, in the order they take precedence.
+ESTOP, DISABLED, HOLDING, RUNNING = 'estop', 'disabled', 'holding', 'running'
+
+
+class UnsafeCommand(ValueError):
+    """A policy output that must never reach the arm (non-finite, wrong shape)."""
+
+
+class SafetyMonitor:
+    """Enable/e-stop state, hold reasons, and the shaping of commands.
+
+    The e-stop latches: only `reset_estop` clears it, and the policy stays disabled afterwards
+    until enabled again. Holds (stale observations, a bad chunk) clear by themselves once the
+    cause is gone; leaving a hold restarts the velocity clamp from the measured position.
+    """
+
+    def __init__(self, shaper: CommandShaper, stale_after_s: float):
+        if stale_after_s <= 0:
+            raise ValueError('stale_after_s must be > 0')
+        self.shaper = shaper
+        self.stale_after_s = float(stale_after_s)
+        self.enabled = False
+        self.estopped = False
+        self.hold_reason: str | None = None
+        self.nan_chunks = 0
+
+    @property
+    def state(self) -> str:
+        if self.estopped:
+            return ESTOP
+        if not self.enabled:
+            return DISABLED
+        return HOLDING if self.hold_reason else RUNNING
+
+    @property
+    def may_move(self) -> bool:
+        return self.state == RUNNING
+
+    @property
+    def reason(self) -> str:
+        """Why the arm is not moving ('' when it may)."""
+        return {ESTOP: 'e-stop latched (call ~/reset_estop, then ~/enable)',
+                DISABLED: 'disabled (call ~/enable)',
+                HOLDING: self.hold_reason or '', RUNNING: ''}[self.state]
+
+    # -- operator inputs ----------------------------------------------------------------------
+    def set_enabled(self, on: bool) -> tuple[bool, str]:
+        if on and self.estopped:
+            return False, 'e-stop is latched: call ~/reset_estop first'
+        self.enabled = bool(on)
+        self.hold_reason = None
+        self.shaper.reset()
+        return True, f'enabled={self.enabled}'
+
+    def estop(self) -> None:
+        self.estopped, self.enabled = True, False
+
+    def reset_estop(self) -> None:
+        self.estopped = False
+
+    # -- automatic holds ----------------------------------------------------------------------
+    def stale_streams(self, now: float, last_times: dict[str, float | None]) -> list[str]:
+        """Streams with no sample or none newer than `stale_after_s` at `now`."""
+        return sorted(k for k, t in last_times.items()
+                      if t is None or now - t > self.stale_after_s)
+
+    def watchdog(self, now: float, last_times: dict[str, float | None]) -> str | None:
+        """Hold on stale observations; clear a stale hold once every stream is fresh again."""
+        stale = self.stale_streams(now, last_times)
+        if stale:
+            ages = ', '.join(f'{k} ' + ('never received' if last_times[k] is None
+                                        else f'{now - last_times[k]:.2f} s old') for k in stale)
+            self.hold(f'stale observation ({ages}; limit {self.stale_after_s:g} s)')
+        elif self.hold_reason and self.hold_reason.startswith('stale'):
+            self.clear_hold()
+        return self.hold_reason
+
+    def hold(self, reason: str) -> bool:
+        """Enter (or stay in) a hold; True when this is a new hold (send one hold command)."""
+        new = self.hold_reason is None
+        self.hold_reason = reason
+        return new
+
+    def clear_hold(self) -> None:
+        if self.hold_reason is not None:
+            self.hold_reason = None
+            self.shaper.reset()
+
+    # -- commands -----------------------------------------------------------------------------
+    def check_chunk(self, actions, n_joints: int) -> np.ndarray:
+        """The chunk as floats; `UnsafeCommand` on NaN/inf or a wrong shape."""
+        actions = np.asarray(actions, dtype=float)
+        if actions.ndim != 2 or actions.shape[1] != n_joints:
+            raise UnsafeCommand(f'policy output has shape {actions.shape}, expected '
+                                f'(steps, {n_joints})')
+        if not np.all(np.isfinite(actions)):
+            self.nan_chunks += 1
+            raise UnsafeCommand('policy output contains NaN or inf')
+        return actions
+
+    def shape(self, times, actions, ref_time: float, ref_q) -> np.ndarray:
+        """Clamp a timed chunk to joint limits and velocity limits, starting from (ref_time,
+        ref_q): the position commanded (or measured) just before the chunk's first action."""
+        times = np.asarray(times, dtype=float)
+        self.shaper.reset(ref_q)
+        out, t_prev = [], float(ref_time)
+        for t, a in zip(times, actions):
+            # dt 0 would skip CommandShaper's velocity clamp: a tiny dt clamps to (almost) no step.
+            out.append(self.shaper(a, max(float(t) - t_prev, 1e-9)))
+            t_prev = float(t)
+        return np.array(out).reshape(len(out), -1)

@@ -1,0 +1,1 @@
+"""Training loop and CLI (``python -m comsim_policy.training.train``)."""

@@ -1,0 +1,219 @@
+"""Train a Diffusion Policy on recorded episodes; resumable; EMA checkpoints.
+
+    python -m comsim_policy.training.train --config config/policy_train.yaml \
+        --data output/episodes:real output/pseudo_real:pseudo_real --out output/policy [--resume]
+
+``--out`` becomes a loadable checkpoint directory (``PolicyRunner.load(out)``) holding the EMA
+weights; ``out/best`` holds the EMA weights with the lowest validation loss; ``out/log.jsonl``
+the progress. ``--resume`` continues from ``out/training_state`` with the saved config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+from ..checkpoint import (
+    has_training_state,
+    load_config,
+    load_training_state,
+    save_pretrained,
+    save_training_state,
+)
+from ..config import PolicyConfig
+from ..data.cache import FrameCache
+from ..data.dataset import WindowDataset
+from ..data.mixture import MixtureSampler
+from ..inference import default_device
+from ..model.policy import DiffusionPolicyModel
+from ..normalizer import PolicyNormalizer
+from ..schedulers import inference_scheduler, train_scheduler
+from .data_setup import DataSpec, PreparedData, prepare, stacked
+from .ema import EMA
+
+
+def lr_at(step: int, base: float, warmup: int, total: int) -> float:
+    """Linear warm-up then cosine decay to 0 (stateless, so resuming needs no scheduler)."""
+    if step < warmup:
+        return base * (step + 1) / warmup
+    frac = (step - warmup) / max(1, total - warmup)
+    return base * 0.5 * (1 + math.cos(math.pi * min(1.0, frac)))
+
+
+def _to(batch: dict, device: torch.device) -> dict:
+    return {'images': {k: v.to(device, non_blocking=True) for k, v in batch['images'].items()},
+            'state': batch['state'].to(device), 'action': batch['action'].to(device)}
+
+
+def make_loader(data: PreparedData, config: PolicyConfig, device: torch.device
+                ) -> tuple[DataLoader, MixtureSampler, WindowDataset]:
+    tc = config.train
+    ds = WindowDataset(data.train, config, train=True, seed=tc.seed)
+    sources = [data.train[e].source for e in ds.episode_of]
+    sampler = MixtureSampler(sources, tc.mixture or None, num_samples=max(len(ds), tc.batch_size),
+                             seed=tc.seed)
+    loader = DataLoader(ds, batch_size=tc.batch_size, sampler=sampler, drop_last=True,
+                        num_workers=tc.num_workers, persistent_workers=tc.num_workers > 0,
+                        pin_memory=device.type == 'cuda')
+    return loader, sampler, ds
+
+
+def _batches(loader: DataLoader, sampler: MixtureSampler, epoch: int) -> Iterator[dict]:
+    while True:
+        sampler.set_epoch(epoch)
+        yield from loader
+        epoch += 1
+
+
+@torch.no_grad()
+def evaluate(model: DiffusionPolicyModel, episodes: list, config: PolicyConfig,
+             device: torch.device, max_batches: int = 4) -> dict[str, float]:
+    """Diffusion loss (fixed noise) and DDIM action error (joint units) on held-out windows."""
+    if not episodes:
+        return {}
+    ds = WindowDataset(episodes, config, train=False)
+    g = torch.Generator().manual_seed(0)
+    idx = torch.randperm(len(ds), generator=g)[: max_batches * config.train.batch_size]
+    loader = DataLoader(torch.utils.data.Subset(ds, idx.tolist()),
+                        batch_size=config.train.batch_size)
+    sched = train_scheduler(config.scheduler)
+    ddim = inference_scheduler(config.scheduler)
+    losses, errs = [], []
+    state = torch.random.get_rng_state()
+    torch.manual_seed(1234)
+    try:
+        for batch in loader:
+            b = _to(batch, device)
+            losses.append(float(model.compute_loss(b, sched)))
+            gen = torch.Generator(device=device).manual_seed(0)
+            pred = model.sample(b['images'], b['state'], ddim, gen)
+            errs.append(float((pred - b['action']).abs().mean()))
+    finally:
+        torch.random.set_rng_state(state)
+    return {'val_loss': float(np.mean(losses)), 'val_action_mae': float(np.mean(errs))}
+
+
+def train(config: PolicyConfig, specs: list[DataSpec], out: Path | str, resume: bool = False,
+          log: Callable[[str], None] = print, max_steps: int | None = None) -> dict:
+    """Run training; returns a summary (final/best losses, steps, samples/s)."""
+    out = Path(out)
+    if resume:
+        if not has_training_state(out):
+            raise FileNotFoundError(f'--resume: {out} holds no training_state to resume from')
+        saved = load_config(out)
+        saved.train.max_steps = config.train.max_steps
+        config = saved
+    if max_steps is not None:
+        config.train.max_steps = max_steps
+    tc = config.train
+    device = default_device(tc.device)
+    torch.manual_seed(tc.seed)
+    cache = FrameCache(tc.cache_dir or None, config)
+    t0 = time.perf_counter()
+    data = prepare(specs, config, cache)
+    log(f'data: {data.summary} (cache hits {cache.hits}, decoded {cache.misses}) in '
+        f'{time.perf_counter() - t0:.1f} s')
+    model = DiffusionPolicyModel(config)
+    model.normalizer = PolicyNormalizer.fit(stacked(data.train, 'state'),
+                                            stacked(data.train, 'action'))
+    model.to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay)
+    ema = EMA(model, tc.ema_decay, tc.ema_warmup_steps)
+    step, best, history = 0, float('inf'), []
+    if resume:
+        st = load_training_state(out, model, opt, device)
+        from safetensors.torch import load_model  # noqa: PLC0415
+        load_model(ema.model, str(out / 'model.safetensors'), device=str(device))
+        step, best = int(st['step']), float(st['best_val_loss'])
+        log(f'resumed from {out} at step {step}')
+    loader, sampler, ds = make_loader(data, config, device)
+    sched = train_scheduler(config.scheduler)
+    log(f'training {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters on '
+        f'{device}, {len(ds)} windows, batch {tc.batch_size}, steps {step}->{tc.max_steps}')
+    out.mkdir(parents=True, exist_ok=True)
+    logf = (out / 'log.jsonl').open('a', encoding='utf8')
+    batches = _batches(loader, sampler, epoch=step)
+    window_loss, t_log, n_log = [], time.perf_counter(), 0
+    first_loss = None
+    model.train()
+    while step < tc.max_steps:
+        batch = _to(next(batches), device)
+        for g in opt.param_groups:
+            g['lr'] = lr_at(step, tc.lr, tc.warmup_steps, tc.max_steps)
+        loss = model.compute_loss(batch, sched)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        ema.update(model, step)
+        step += 1
+        window_loss.append(loss.item())
+        n_log += tc.batch_size
+        first_loss = first_loss if first_loss is not None else window_loss[0]
+        record: dict = {}
+        if step % tc.log_every == 0 or step == tc.max_steps:
+            dt = time.perf_counter() - t_log
+            record = {'step': step, 'loss': float(np.mean(window_loss)),
+                      'lr': opt.param_groups[0]['lr'], 'samples_per_s': n_log / dt}
+            window_loss, t_log, n_log = [], time.perf_counter(), 0
+        if data.val and (step % tc.val_every == 0 or step == tc.max_steps):
+            record.update({'step': step, **evaluate(ema.model, data.val, config, device)})
+            if record['val_loss'] < best:
+                best = record['val_loss']
+                save_pretrained(ema.model, out / 'best')
+        if record:
+            history.append(record)
+            logf.write(json.dumps(record) + '\n')
+            logf.flush()
+            log(' '.join(f'{k}={v:.4g}' if isinstance(v, float) else f'{k}={v}'
+                         for k, v in record.items()))
+        if step % tc.checkpoint_every == 0 or step == tc.max_steps:
+            save_pretrained(ema.model, out)
+            save_training_state(out, model, opt, {'step': step, 'best_val_loss': best})
+    logf.close()
+    if not history:  # nothing to do (already at max_steps): still leave a checkpoint
+        save_pretrained(ema.model, out)
+    losses = [h['loss'] for h in history if 'loss' in h]
+    return {'steps': step, 'first_loss': first_loss, 'final_loss': losses[-1] if losses else None,
+            'best_val_loss': best if best < float('inf') else None, 'history': history,
+            'data': data.summary, 'out': str(out)}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog='comsim-policy-train', description=__doc__.split('\n')[0])
+    p.add_argument('--config', type=Path, required=True, help='policy YAML (PolicyConfig)')
+    p.add_argument('--data', nargs='+', required=True, metavar='DIR[:source]',
+                   help='episode directories; source = real | sim | pseudo_real overrides '
+                        'episode.yaml')
+    p.add_argument('--out', type=Path, required=True, help='checkpoint directory')
+    p.add_argument('--resume', action='store_true', help='continue from OUT/training_state')
+    p.add_argument('--max-steps', type=int, default=None)
+    p.add_argument('--device', default=None, help='cpu | cuda | auto (default: config)')
+    p.add_argument('--cache-dir', default=None, help="frame cache; '' disables it")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    config = PolicyConfig.from_yaml(args.config)
+    if args.device:
+        config.train.device = args.device
+    if args.cache_dir is not None:
+        config.train.cache_dir = args.cache_dir
+    specs = [DataSpec.parse(d) for d in args.data]
+    summary = train(config, specs, args.out, args.resume, max_steps=args.max_steps)
+    print(json.dumps({k: v for k, v in summary.items() if k != 'history'}))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

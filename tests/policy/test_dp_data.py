@@ -1,0 +1,87 @@
+"""Episode decoding (actions from commands), sources, frame cache, windows, crops."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from policy_synth import FRONT, JOINTS, expected_actions, tiny_config, trajectory, write_episode
+
+from comsim_policy.data.augment import crop
+from comsim_policy.data.cache import FrameCache
+from comsim_policy.data.dataset import WindowDataset
+from comsim_policy.data.episode_arrays import EpisodeDataError, load_episode_arrays
+from comsim_policy.training.data_setup import DataSpec
+
+
+def test_actions_are_commands_in_force_with_next_state_fallback(tmp_path):
+    path = write_episode(tmp_path, seed=2, n_frames=12)
+    arr = load_episode_arrays(path, tiny_config())
+    assert len(arr) == 12 and arr.source == 'real'          # default source
+    np.testing.assert_allclose(arr.state, trajectory(2, np.arange(12) / 10), atol=1e-6)
+    np.testing.assert_allclose(arr.action, expected_actions(2, 12), atol=1e-6)
+    assert arr.commands_used == 12                           # every frame has a goal
+    assert arr.images[FRONT].shape == (12, 24, 32, 3) and arr.native_sizes[FRONT] == [48, 64]
+
+
+def test_joint_order_follows_the_policy_and_no_commands_falls_back(tmp_path):
+    names = JOINTS[::-1]
+    path = write_episode(tmp_path, seed=1, n_frames=8, commands=False, joint_names=names,
+                         source='pseudo_real')
+    arr = load_episode_arrays(path, tiny_config())
+    # q was written in reversed order under reversed names: the values per joint are unchanged
+    np.testing.assert_allclose(arr.state, trajectory(1, np.arange(8) / 10)[:, ::-1], atol=1e-6)
+    np.testing.assert_allclose(arr.action[:-1], arr.state[1:])
+    assert arr.commands_used == 0 and arr.source == 'pseudo_real'
+    assert load_episode_arrays(path, tiny_config(), source='sim').source == 'sim'
+
+
+def test_missing_joint_is_named(tmp_path):
+    path = write_episode(tmp_path, seed=1, n_frames=4, joint_names=[*JOINTS[:6], 'finger'])
+    with pytest.raises(EpisodeDataError, match=r"lacks joints \['gripper'\]"):
+        load_episode_arrays(path, tiny_config())
+
+
+def test_cache_hits_and_is_keyed_by_content_and_settings(tmp_path):
+    path = write_episode(tmp_path / 'eps', seed=0, n_frames=10)
+    cfg = tiny_config()
+    cache = FrameCache(tmp_path / 'cache', cfg)
+    a = cache.get(path)
+    b = cache.get(path)
+    assert (cache.misses, cache.hits) == (1, 1)
+    np.testing.assert_array_equal(a.images[FRONT], b.images[FRONT])
+    np.testing.assert_array_equal(a.action, b.action)
+    assert a.source == b.source and a.native_sizes == b.native_sizes
+    bigger = tiny_config()
+    bigger.image_size = [32, 40]
+    assert FrameCache(tmp_path / 'cache', bigger).entry_dir(path) != cache.entry_dir(path)
+    key = cache.entry_dir(path)
+    (path / 'episode.yaml').write_text((path / 'episode.yaml').read_text() + '\n# edited\n')
+    assert cache.entry_dir(path) != key                      # edited episode: new entry
+    assert DataSpec.parse('/x/y:pseudo_real') == DataSpec(Path('/x/y'), 'pseudo_real')
+    assert DataSpec.parse('/x/y').source is None
+
+
+def test_windows_pad_at_the_edges_and_crop(tmp_path):
+    path = write_episode(tmp_path, seed=0, n_frames=10)
+    cfg = tiny_config()
+    arr = load_episode_arrays(path, cfg)
+    ds = WindowDataset([arr], cfg, train=False)
+    assert len(ds) == 10
+    first, last = ds[0], ds[9]
+    key = cfg.camera_keys[0]
+    assert first['images'][key].shape == (2, 3, 20, 28)
+    np.testing.assert_allclose(first['state'].numpy(), arr.state[[0, 0]])     # repeats step 0
+    np.testing.assert_allclose(first['action'].numpy()[:2], arr.action[[0, 0]])
+    np.testing.assert_allclose(last['action'].numpy()[1:], np.repeat(arr.action[9:], 7, 0))
+    mid = ds[5]
+    np.testing.assert_allclose(mid['action'].numpy(), arr.action[[4, 5, 6, 7, 8, 9, 9, 9]])
+    frames = np.arange(2 * 6 * 8 * 3, dtype=np.int32).reshape(2, 6, 8, 3)
+    centre = crop(frames, (4, 4))
+    np.testing.assert_array_equal(centre, frames[:, 1:5, 2:6])
+    rng = np.random.default_rng(0)
+    crops = {crop(frames, (4, 4), rng)[0, 0, 0, 0] for _ in range(50)}
+    assert len(crops) > 3                                    # random offsets vary
+    one = crop(frames, (4, 4), np.random.default_rng(1))
+    assert one.shape == (2, 4, 4, 3)
+    np.testing.assert_array_equal(one[1] - one[0], 144)  # same offset for both steps
