@@ -22,6 +22,7 @@ import numpy as np
 import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Bool, Float64MultiArray, String
@@ -149,22 +150,21 @@ class BenchLabNode(Node):
             self.follower.set_position(self.q_now, self.sim_time)
 
     def _on_reset(self, req, resp):
-        """Reset to a new random layout with the current task/region/variant parameters.
+        """Reset to the layout of the current task/region/variant/seed parameters.
 
-        The seed parameter, when changed since the last reset, is used as is; otherwise the
-        previous seed plus one, so repeated resets give fresh layouts.
+        The seed parameter then advances by one, so repeated resets give fresh layouts while a
+        seed set by an evaluator is used exactly.
         """
         task = self.get_parameter('task').value
         region = self.get_parameter('region').value
         variant = self.get_parameter('variant').value
-        seed_param = int(self.get_parameter('seed').value)
-        self.seed = seed_param if seed_param != self.p.seed else self.seed + 1
-        self.p.seed = seed_param
+        self.seed = int(self.get_parameter('seed').value)
         try:
             self._in_sim_thread(lambda lab: self._reset_lab(task, self.seed, region, variant))
         except ValueError as exc:
             resp.success, resp.message = False, str(exc)
             return resp
+        self.set_parameters([Parameter('seed', value=self.seed + 1)])
         state = self._publish_task_state()
         resp.success, resp.message = True, json.dumps(
             {k: state[k] for k in ('task', 'seed', 'region', 'variant')})

@@ -1,0 +1,103 @@
+"""The twin stage of the pipeline: calibration bag → cameras, recorded episodes → aligned scenes
+→ paired episodes, aligned scenes → generated sim episodes.
+
+Uses only what a lab has: a calibration session, recorded episodes (task and variant from their
+metadata) and the measured object sheet. Evaluation against the bench lab's ground truth is the
+caller's business (scripts/main_job.py), never this module's.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from comsim_teleop.episodes import Episode
+from comsim_twin.alignment import align_episode, load_sheet
+from comsim_twin.backends import make_backend
+from comsim_twin.calibration import calibrate_from_bag, load_twin_camera
+from comsim_twin.generation.runner import generate
+from comsim_twin.replay import gap_report, replay_episode
+from comsim_twin.scene import TwinCamera, TwinScene
+
+
+@dataclass
+class TwinStageResult:
+    cameras: dict[str, TwinCamera]
+    calibration: dict[str, dict]
+    scenes: dict[str, Path] = field(default_factory=dict)          # episode name -> scene
+    alignment: dict[str, dict] = field(default_factory=dict)       # episode name -> report
+    paired: dict[str, Path] = field(default_factory=dict)          # episode name -> paired
+    gaps: dict[str, dict] = field(default_factory=dict)            # episode name -> gap
+    generation: dict[str, dict] = field(default_factory=dict)      # task -> summary
+    seconds: dict[str, float] = field(default_factory=dict)        # step -> wall time
+
+
+def episode_task(path: Path) -> tuple[str, str | None]:
+    """Task and variant of a recorded episode from its metadata (the recorder stores both)."""
+    with Episode.open(path) as ep:
+        meta = ep.metadata.get('metadata') or {}
+    task = meta.get('task')
+    if not task:
+        raise ValueError(f'{path}: episode metadata names no task')
+    match = re.search(r'variant=(\S*)', str(meta.get('notes', '')))
+    variant = meta.get('variant') or (match.group(1) if match else None)
+    return task, (variant or None)
+
+
+def calibrate(calibration_bag: Path, out: Path) -> tuple[dict[str, TwinCamera], dict]:
+    reports = calibrate_from_bag(calibration_bag, out)
+    cameras = {cam: load_twin_camera(r['file'], r['topic']) for cam, r in reports.items()}
+    return cameras, reports
+
+
+def run_twin_stage(calibration_bag: Path, episodes: list[Path], out: Path,
+                   sim_per_task: int = 6, mode: str = 'dynamic', workers: int = 2,
+                   seed: int = 0, log=print) -> TwinStageResult:
+    """Calibrate, align every episode, replay it in the twin, generate sim episodes per task."""
+    out = Path(out)
+    t0 = time.monotonic()
+    cameras, calib = calibrate(calibration_bag, out / 'calibration')
+    result = TwinStageResult(cameras, calib)
+    result.seconds['calibration'] = time.monotonic() - t0
+    log(f'[twin] calibrated {sorted(cameras)} in {result.seconds["calibration"]:.0f} s')
+
+    sheet = load_sheet()
+    backend = make_backend('mujoco')
+    base_scenes: dict[str, TwinScene] = {}
+    t_align = t_replay = 0.0
+    try:
+        for path in episodes:
+            task, variant = episode_task(path)
+            t1 = time.monotonic()
+            scene, report = align_episode(path, cameras, sheet, task, variant, backend=backend)
+            scene_file = scene.save(out / 'scenes' / f'{path.name}.yaml')
+            t_align += time.monotonic() - t1
+            result.scenes[path.name] = scene_file
+            result.alignment[path.name] = report.to_dict()
+            base_scenes.setdefault(task, scene)
+            t1 = time.monotonic()
+            paired = replay_episode(path, scene, backend, mode=mode, out_dir=out / 'paired',
+                                    scene_file=scene_file)
+            t_replay += time.monotonic() - t1
+            result.paired[path.name] = paired
+            result.gaps[path.name] = gap_report(paired)
+            log(f'[twin] {path.name}: aligned ({len(report.objects)} objects), replayed '
+                f'({mode}), PSNR {result.gaps[path.name].get("psnr_mean", float("nan")):.1f} dB')
+    finally:
+        backend.close()
+    result.seconds['alignment'] = t_align
+    result.seconds['replay'] = t_replay
+
+    t1 = time.monotonic()
+    for task, scene in base_scenes.items():
+        report = generate(scene, task, sim_per_task, out / 'sim' / task, seed=seed,
+                          workers=workers, progress=False)
+        result.generation[task] = {'requested': report.requested, 'made': report.made,
+                                   'successes': report.successes, 'failures': report.failures,
+                                   'discarded': report.discarded, 'wall_s': report.wall_s,
+                                   'out_dir': report.out_dir}
+        log(f'[twin] generated {task}: {report.successes}/{report.made} successful '
+            f'in {report.wall_s:.0f} s')
+    result.seconds['generation'] = time.monotonic() - t1
+    return result
