@@ -2,7 +2,10 @@
 
 Stages: (1) record: start the recording graph (bench lab, scripted teleop, recorder), record N
 episodes per task unattended; (2) twin: the lab captures calibration views, the twin calibrates,
-aligns each recorded episode, replays it into a paired episode and generates sim episodes.
+aligns each recorded episode, replays it into a paired episode and generates sim episodes;
+(3) neural simulator: train on the paired episodes, translate the sim episodes into pseudo-real
+ones, ablation table; (4) policy: train on real, and on real + pseudo-real, evaluate both in
+closed loop on the bench lab.
 Each stage appends its section to `report.md`. This script is the only place that also reads
 the bench lab's ground truth, to score the twin against it.
 
@@ -172,6 +175,11 @@ def main(argv=None) -> int:
     parser.add_argument('--tasks', nargs='*')
     parser.add_argument('--calib-views', type=int, default=20)
     parser.add_argument('--sim-per-task', type=int, default=6)
+    parser.add_argument('--neural-sim-steps', type=int, default=None,
+                        help='training steps of the neural simulator (default: its config)')
+    parser.add_argument('--rollouts-per-task', type=int, default=2)
+    parser.add_argument('--skip-neural-sim', action='store_true')
+    parser.add_argument('--skip-policy', action='store_true')
     parser.add_argument('--reuse-episodes', type=Path,
                         help='skip recording and use these recorded episodes (for development)')
     args = parser.parse_args(argv)
@@ -193,9 +201,35 @@ def main(argv=None) -> int:
     _write(out, sections)
     sections.append(twin_stage(out, episodes, args))
     _write(out, sections)
+    pseudo_real = None
+    if not args.skip_neural_sim:
+        from comsim_neural_sim.pipeline import neural_sim_stage
+        t1 = time.monotonic()
+        text, pseudo_real = neural_sim_stage(out / 'neural_sim', out / 'twin' / 'paired',
+                                             out / 'twin' / 'sim',
+                                             log=lambda m: print(f'[neural_sim] {m}', flush=True),
+                                             train_steps=args.neural_sim_steps)
+        sections.append(_relink(text, out / 'neural_sim', out)
+                        + f'\n\nStage wall time {time.monotonic() - t1:.0f} s.')
+        _write(out, sections)
+    if not args.skip_policy:
+        from comsim_policy.pipeline import policy_stage
+        t1 = time.monotonic()
+        text = policy_stage(out / 'policy_stage', episodes, pseudo_real,
+                            log=lambda m: print(f'[policy] {m}', flush=True),
+                            rollouts_per_task=args.rollouts_per_task)
+        sections.append(_relink(text, out / 'policy_stage', out)
+                        + f'\n\nStage wall time {time.monotonic() - t1:.0f} s.')
+        _write(out, sections)
     sections += ['', f'Total wall time: {time.monotonic() - t0:.0f} s.', '']
     print(f'report: {_write(out, sections)}')
     return 0
+
+
+def _relink(markdown: str, stage_dir: Path, out: Path) -> str:
+    """Picture links of a stage's section, made relative to the report's folder."""
+    prefix = stage_dir.relative_to(out).as_posix()
+    return re.sub(r'\]\((?!https?:|/)([^)]+)\)', lambda m: f']({prefix}/{m.group(1)})', markdown)
 
 
 def _write(out: Path, sections: list[str]) -> Path:

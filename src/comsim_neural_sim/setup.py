@@ -21,6 +21,9 @@ setup(
     entry_points={
         'console_scripts': [
             'comsim-neural-sim-train = comsim_neural_sim.training.train:main',
+            'comsim-neural-sim-translate = comsim_neural_sim.nodes.translate_node:main',
+            'comsim-translate-episodes = comsim_neural_sim.translate.cli:main',
+            'comsim-neural-sim-ablation = comsim_neural_sim.evaluation.ablation:main',
         ],
     },
 )

@@ -67,6 +67,7 @@ def _episode(lab, tmp_path, task, variant, region, seed, cameras=None):
 def test_alignment_matches_ground_truth(lab, cams, sheet, all_true_colours, tmp_path,
                                         task, variant, region, seed):
     ep, truth = _episode(lab, tmp_path, task, variant, region, seed)
+    target = lab.task_state()['target']
     scene, report = align_episode(ep, cams, sheet, task, variant)
     assert set(scene.objects) == set(truth) == set(report.objects)
     for name, gt in truth.items():
@@ -81,6 +82,15 @@ def test_alignment_matches_ground_truth(lab, cams, sheet, all_true_colours, tmp_
                   if rgb_distance(c, gt['color']) > 0.15]
         assert own < min(others), f'{name}: colour {obj.color} vs true {gt["color"]}'
     assert scene.cameras.keys() == cams.keys() and scene.task == task
+    if task == 'move_card':       # the zone drawn on the table, aligned like the objects
+        zone = scene.markers['target_zone']
+        err = np.linalg.norm(np.subtract(zone.pos, target['zone_center']))
+        assert err < 0.01, f'target_zone: {err * 1000:.1f} mm from the truth'
+        assert zone.size == list(target['zone_half_size'])
+        assert abs(zone.yaw - target['zone_yaw']) < 0.05
+        assert report.markers['target_zone'].iou > 0.7
+    else:
+        assert scene.markers == {}
     # the scene round-trips through YAML
     again = TwinScene.load(scene.save(tmp_path / 'scene.yaml'))
     assert again.objects.keys() == scene.objects.keys()

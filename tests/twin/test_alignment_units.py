@@ -89,3 +89,93 @@ def test_yaw_symmetry():
     assert yaw_period(card) == pytest.approx(np.pi) and yaw_period(bottle) == 0
     assert wrap_yaw(np.pi / 2 + 0.1, np.pi / 2) == pytest.approx(0.1)
     assert wrap_yaw(-np.pi + 0.2, np.pi) == pytest.approx(0.2)
+
+
+# -- table markers: the sheet entry, the scene YAML, the MuJoCo twin, generation -------------
+def _marker_scene(with_marker: bool = True):
+    from comsim_twin.scene import TwinMarker, TwinObject, TwinScene
+    cam = _cam('front', [0.95, 0.0, 0.55], [0.4, 0.0, 0.0])
+    card = TwinObject('card', 'box', [0.045, 0.03, 0.002], [0.95, 0.95, 0.93], [0.36, 0.1, 0.002])
+    markers = {'target_zone': TwinMarker('target_zone', [0.06, 0.05], [0.2, 0.75, 0.3],
+                                         [0.42, -0.05], 0.3)} if with_marker else {}
+    return TwinScene(table_size=[0.6, 0.5], table_center=[0.35, 0.0], cameras={'front': cam},
+                     objects={'card': card}, markers=markers, task='move_card')
+
+
+def test_sheet_lists_the_move_card_zone_as_a_marker():
+    sheet = load_sheet()
+    zone = sheet.markers('move_card')['target_zone']
+    assert zone.size == (0.06, 0.05) and zone.colour == 'green'
+    assert zone.as_object().half_height < 0.001 and sheet.markers('stack_blocks') == {}
+    data = {'format': 'comsim-object-sheet/1', 'colours': {'red': [1, 0, 0]},
+            'markers': {'t': {'z': {'shape': 'rect', 'size': [0.05], 'colour': 'red'}}}}
+    with pytest.raises(AlignmentError, match='half x, half y'):
+        parse_sheet(data)
+
+
+def test_markers_round_trip_and_old_scenes_have_none(tmp_path):
+    from comsim_twin.scene import SceneError, TwinScene
+    scene = _marker_scene()
+    loaded = TwinScene.load(scene.save(tmp_path / 'scene.yaml'))
+    assert loaded.to_dict() == scene.to_dict()
+    assert loaded.markers['target_zone'].yaw == pytest.approx(0.3)
+    old = _marker_scene(False).to_dict()
+    assert 'markers' not in old and TwinScene.from_dict(old).markers == {}
+    bad = scene.to_dict()
+    bad['markers']['target_zone']['size'] = [0.06]
+    with pytest.raises(SceneError, match='markers.target_zone'):
+        TwinScene.from_dict(bad)
+
+
+def test_marker_is_drawn_segmented_and_never_touched():
+    import mujoco
+
+    from comsim_twin.backends import make_backend
+    with_m, without = make_backend('mujoco'), make_backend('mujoco')
+    try:
+        with_m.build(_marker_scene())
+        without.build(_marker_scene(False))
+        model = with_m.model
+        g = model.geom('target_zone').id
+        assert model.geom_contype[g] == 0 and model.geom_conaffinity[g] == 0
+        assert set(with_m.object_states()) == {'card'}
+        seg = with_m.render_segmentation('front')
+        assert seg['target_zone'].sum() > 200 and not (seg['target_zone'] & seg['card']).any()
+        diff = np.abs(with_m.render('front').astype(int) - without.render('front').astype(int))
+        assert diff.sum(axis=2)[seg['target_zone']].mean() > 60     # green on wood
+        # the card slides over the zone as over bare table: no contact with it
+        with_m.set_object_pose('card', [0.42, -0.05, 0.0021])
+        with_m.step(50)
+        ids = {int(c) for c in with_m.data.contact.geom[:with_m.data.ncon].ravel()}
+        assert g not in ids
+        assert with_m.object_states()['card']['pos'][2] == pytest.approx(0.002, abs=5e-4)
+        assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, 'target_zone') == -1
+    finally:
+        with_m.close()
+        without.close()
+
+
+def test_generated_move_card_scene_draws_the_zone_it_checks():
+    from comsim_twin.generation.config import GenerationConfig
+    from comsim_twin.generation.randomise import randomise
+    from comsim_twin.generation.success import SuccessMonitor
+    cfg = GenerationConfig.load()
+    base = _marker_scene()
+    base.markers['target_zone'].size = [0.055, 0.045]       # the aligned (measured) zone
+    reg = cfg.task('move_card')['regions']['id']
+    for seed in range(10):
+        r = randomise(base, 'move_card', cfg, seed, 'id')
+        zone = r.scene.markers['target_zone']
+        assert zone.pos == r.target['zone_center'] and zone.size == r.target['zone_half_size']
+        assert zone.size == [0.055, 0.045] and zone.color == [0.2, 0.75, 0.3]
+        assert reg['x'][0] <= zone.pos[0] <= reg['x'][1]
+        assert reg['y'][0] <= zone.pos[1] <= reg['y'][1]
+        assert r.params['markers']['target_zone']['pos'] == zone.pos
+        mon = SuccessMonitor('move_card', {'card': r.scene.objects['card']}, r.target)
+        at = {'card': {'pos': [*zone.pos, 0.002], 'quat': [1, 0, 0, 0], 'lin_vel': [0, 0, 0],
+                       'ang_vel': [0, 0, 0]}}
+        assert mon.check(at)[0]
+        at['card']['pos'][0] += zone.size[0] + 0.005
+        assert not mon.check(at)[0]
+    plain = randomise(_marker_scene(False), 'move_card', cfg, 0, 'id')
+    assert plain.scene.markers['target_zone'].size == cfg.task('move_card')['zone_half_size']

@@ -17,6 +17,7 @@ import yaml
 
 FORMAT = 'comsim-twin-scene/1'
 SHAPES = ('box', 'cylinder', 'bottle')
+MARKER_SHAPES = ('rect',)
 
 
 class SceneError(ValueError):
@@ -58,6 +59,46 @@ class TwinObject:
 
 
 @dataclass
+class TwinMarker:
+    """A flat, visual-only mark on the table top (tape, a drawn target zone): seen by the
+    cameras, never touched by physics. size: half-extents x, y; pos: centre x, y on the table."""
+    name: str
+    size: list[float]
+    color: list[float]                 # RGB in [0, 1]
+    pos: list[float]
+    yaw: float = 0.0
+    shape: str = 'rect'
+
+    def to_dict(self) -> dict:
+        return {'shape': self.shape, 'size': [float(v) for v in self.size],
+                'color': [float(v) for v in self.color], 'pos': [float(v) for v in self.pos],
+                'yaw': float(self.yaw)}
+
+
+def parse_marker(name: str, m: object, source: str = '<dict>') -> TwinMarker:
+    """A TwinMarker from its YAML mapping, with errors that name the bad field."""
+    where = f'{source}: markers.{name}'
+    if not isinstance(m, dict):
+        raise SceneError(f'{where}: expected a mapping')
+    shape = m.get('shape', 'rect')
+    if shape not in MARKER_SHAPES:
+        raise SceneError(f'{where}.shape {shape!r} not in {MARKER_SHAPES}')
+    try:
+        size = [float(x) for x in m['size']]
+        color = [float(x) for x in m['color']]
+        pos = [float(x) for x in m['pos']]
+        yaw = float(m.get('yaw', 0.0))
+    except KeyError as exc:
+        raise SceneError(f'{where}: missing key {exc.args[0]!r}') from None
+    except (TypeError, ValueError):
+        raise SceneError(f'{where}: size, color, pos and yaw must be numbers') from None
+    if len(size) != 2 or min(size) <= 0 or len(color) != 3 or len(pos) != 2:
+        raise SceneError(f'{where}: needs size [half x, half y] > 0, color [r, g, b], '
+                         f'pos [x, y] (got size {size}, color {color}, pos {pos})')
+    return TwinMarker(name, size, color, pos, yaw, shape)
+
+
+@dataclass
 class TwinScene:
     robot_model: str = ''                          # '' = the ComSim arm
     table_size: list[float] = field(default_factory=lambda: [0.6, 0.8])  # half-extents x, y
@@ -67,6 +108,7 @@ class TwinScene:
     cameras: dict[str, TwinCamera] = field(default_factory=dict)
     objects: dict[str, TwinObject] = field(default_factory=dict)
     task: str = ''
+    markers: dict[str, TwinMarker] = field(default_factory=dict)   # visual-only table marks
     provenance: dict = field(default_factory=dict)  # where each part came from
 
     # -- YAML ---------------------------------------------------------------------------------
@@ -78,6 +120,8 @@ class TwinScene:
                 'cameras': {n: c.to_dict() for n, c in self.cameras.items()},
                 'objects': {n: {k: v for k, v in asdict(o).items() if k != 'name'}
                             for n, o in self.objects.items()},
+                **({'markers': {n: m.to_dict() for n, m in self.markers.items()}}
+                   if self.markers else {}),
                 'provenance': self.provenance}
 
     def save(self, path: str | Path) -> Path:
@@ -120,6 +164,11 @@ class TwinScene:
                 [float(x) for x in need(o, 'pos', f'objects.{name}.')],
                 [float(x) for x in o.get('quat', [1, 0, 0, 0])],
                 float(o.get('mass', 0.1)), float(o.get('friction', 1.0)))
+        markers = {str(n): parse_marker(str(n), m, source)
+                   for n, m in (data.get('markers') or {}).items()}
+        clash = sorted(set(markers) & set(objects))
+        if clash:
+            raise SceneError(f'{source}: names {clash} are both objects and markers')
         return cls(robot_model=data.get('robot_model', ''),
                    table_size=[float(x) for x in need(table, 'size', 'table.')],
                    table_center=[float(x) for x in table.get('center', [0.4, 0.0])],
@@ -127,7 +176,7 @@ class TwinScene:
                    background_color=[float(x) for x in data.get('background_color',
                                                                  [0.2, 0.2, 0.2])],
                    cameras=cameras, objects=objects, task=data.get('task', ''),
-                   provenance=data.get('provenance') or {})
+                   markers=markers, provenance=data.get('provenance') or {})
 
     @classmethod
     def load(cls, path: str | Path) -> 'TwinScene':

@@ -32,13 +32,13 @@ from comsim_twin.alignment.segmentation import (
     robust_colour,
     table_roi,
 )
-from comsim_twin.alignment.sheet import ObjectSheet, SheetObject, load_sheet
+from comsim_twin.alignment.sheet import ObjectSheet, SheetMarker, SheetObject, load_sheet
 from comsim_twin.alignment.silhouettes import (
     BackendSilhouettes,
     ProjectedSilhouettes,
     twin_object,
 )
-from comsim_twin.scene import TwinCamera, TwinScene
+from comsim_twin.scene import TwinCamera, TwinMarker, TwinScene
 
 MAX_AREA_RATIO = 3.5   # a component this far from the expected silhouette area is not the object
 
@@ -67,10 +67,12 @@ class AlignmentReport:
     gains: dict[str, list[float]]
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    markers: dict[str, ObjectReport] = field(default_factory=dict)   # table marks (z = 0)
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d['objects'] = {n: asdict(o) for n, o in self.objects.items()}
+        d['markers'] = {n: asdict(o) for n, o in self.markers.items()}
         return d
 
 
@@ -177,13 +179,42 @@ def align_images(images: dict[str, np.ndarray], cameras: dict[str, TwinCamera],
         reports[name] = ObjectReport(name, list(scene.objects[name].pos), yaw, score,
                                      colours[name], obj.colour, sorted(masks[name]),
                                      [p0.x, p0.y, p0.yaw], evals)
+    marker_reports = {}
+    for name, mk in sheet.markers(task).items():
+        scene.markers[name], marker_reports[name] = _align_marker(views, cameras, sheet, mk,
+                                                                  warnings)
     scene.provenance['alignment'] = {
         'task': task, 'variant': variant or 'default', 'sheet': sheet.source,
         'renderer': renderer.name, 'cameras': sorted(cameras)}
     report = AlignmentReport(task, variant or 'default', renderer.name, reports, table_colour,
                              background, {n: v.gain.tolist() for n, v in views.items()},
-                             warnings, time.perf_counter() - t0)
+                             warnings, time.perf_counter() - t0, marker_reports)
     return scene, report
+
+
+def _align_marker(views: dict[str, _View], cameras: dict[str, TwinCamera], sheet: ObjectSheet,
+                  mk: SheetMarker, warnings: list[str]) -> tuple[TwinMarker, ObjectReport]:
+    """A flat table mark, found like an object (colour, expected area, cross-camera agreement)
+    and refined by analytic render-and-compare of its top face: it has no depth, so any
+    renderer would draw the same rectangle, and the twin backend is not built with it yet."""
+    proxy = mk.as_object()
+    cands = {c: [k for k in _candidates(v, proxy) if sheet.in_workspace(k.xy)]
+             for c, v in views.items()}
+    masks = _consistent(cands)
+    if not masks:
+        raise AlignmentError(f'marker {mk.name!r} ({mk.colour} {mk.shape}) not found in any '
+                             f'camera image ({sorted(views)}); is it on the table?')
+    warnings += [f'{mk.name}: not found by camera {c}' for c in views if c not in masks]
+    cams, ms = [cameras[c] for c in masks], list(masks.values())
+    xy = initial_position(cams, ms, proxy.half_height)
+    first = Pose2D(float(xy[0]), float(xy[1]), initial_yaw(cams, ms, proxy))
+    pose, score, evals = refine(ProjectedSilhouettes(), cams, ms, proxy, first)
+    yaw = wrap_yaw(pose.yaw, yaw_period(proxy))
+    colour = _object_colour(views, masks)
+    marker = TwinMarker(mk.name, list(mk.size), colour, [pose.x, pose.y], yaw)
+    report = ObjectReport(mk.name, [pose.x, pose.y, 0.0], yaw, score, colour, mk.colour,
+                          sorted(masks), [first.x, first.y, first.yaw], evals)
+    return marker, report
 
 
 def _segment(image: np.ndarray, cam: TwinCamera, sheet: ObjectSheet) -> _View:

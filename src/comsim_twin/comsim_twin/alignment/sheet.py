@@ -15,6 +15,7 @@ from comsim_twin.alignment.errors import AlignmentError
 from comsim_twin.scene import SHAPES
 
 FORMAT = 'comsim-object-sheet/1'
+MARKER_HALF_HEIGHT = 0.0004   # tape thickness / 2: what a marker's stand-in box stands
 DEFAULT_SHEET = Path(__file__).resolve().parents[4] / 'config' / 'twin' / 'objects.yaml'
 
 
@@ -37,6 +38,24 @@ class SheetObject:
         return self.shape
 
 
+@dataclass(frozen=True)
+class SheetMarker:
+    """One measured table mark (tape, a drawn zone): flat on the table, z = 0.
+
+    size: half-extents x, y of the rectangle."""
+    name: str
+    size: tuple[float, float]
+    colour: str
+    reference_rgb: tuple[float, float, float]
+    shape: str = 'rect'
+
+    def as_object(self) -> SheetObject:
+        """A paper-thin box stand-in, so the objects' segmentation and render-and-compare
+        (which see only its top face) locate it too."""
+        return SheetObject(self.name, 'box', (*self.size, MARKER_HALF_HEIGHT), self.colour,
+                           self.reference_rgb)
+
+
 @dataclass
 class ObjectSheet:
     source: str
@@ -46,6 +65,11 @@ class ObjectSheet:
     table_colour: str = ''
     workspace: tuple[tuple[float, float], tuple[float, float]] = ((-10.0, 10.0), (-10.0, 10.0))
     tasks: dict[str, dict[str, dict[str, SheetObject]]] = field(default_factory=dict)
+    task_markers: dict[str, dict[str, SheetMarker]] = field(default_factory=dict)
+
+    def markers(self, task: str) -> dict[str, SheetMarker]:
+        """The table marks of a task (every variant has the same); none when not listed."""
+        return self.task_markers.get(task, {})
 
     def in_workspace(self, xy: np.ndarray) -> bool:
         (x0, x1), (y0, y1) = self.workspace
@@ -101,7 +125,33 @@ def parse_sheet(data: object, source: str = '<sheet>') -> ObjectSheet:
                                                   colours)
                                  for n, o in (objs or {}).items()}
                              for v, objs in variants.items()}
+    for task, marks in (data.get('markers') or {}).items():
+        if not isinstance(marks, dict):
+            raise AlignmentError(f'{source}: markers.{task} must map marker name -> entry')
+        sheet.task_markers[task] = {n: _parse_marker(m, n, f'{source}: markers.{task}.{n}',
+                                                     colours)
+                                    for n, m in marks.items()}
+        clash = sorted(set(sheet.task_markers[task])
+                       & {o for v in sheet.tasks.get(task, {}).values() for o in v})
+        if clash:
+            raise AlignmentError(f'{source}: markers.{task}: {clash} are also object names')
     return sheet
+
+
+def _parse_marker(m: object, name: str, where: str,
+                  colours: dict[str, tuple[float, float, float]]) -> SheetMarker:
+    if not isinstance(m, dict):
+        raise AlignmentError(f'{where}: expected a mapping')
+    if m.get('shape', 'rect') != 'rect':
+        raise AlignmentError(f'{where}: shape {m.get("shape")!r} unknown; markers are rect')
+    size = tuple(float(v) for v in m.get('size') or ())
+    if len(size) != 2 or min(size) <= 0:
+        raise AlignmentError(f'{where}: size {list(size)} must be [half x, half y] > 0')
+    colour = str(m.get('colour', ''))
+    if colour not in colours:
+        raise AlignmentError(f'{where}: colour {colour!r} not in the sheet colours '
+                             f'{sorted(colours)}')
+    return SheetMarker(name, (size[0], size[1]), colour, colours[colour])
 
 
 def _parse_object(o: object, name: str, where: str,

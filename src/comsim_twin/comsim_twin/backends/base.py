@@ -22,8 +22,11 @@ class TwinBackend(Protocol):
     def build(self, scene: TwinScene) -> None:
         """(Re)build the world from a twin scene; the arm starts at the robot's home pose."""
 
-    def set_joint_positions(self, q: np.ndarray) -> None:
-        """Kinematic: place the arm (and gripper) exactly at q, zero velocity."""
+    def set_joint_positions(self, q: np.ndarray, qd: np.ndarray | None = None) -> None:
+        """Kinematic: place the arm (and gripper) exactly at q, moving at qd (None: at rest).
+
+        qd matters when physics runs between placements: contacts with the objects the arm
+        pushes see the arm's velocity, which a zero velocity would make look like a wall."""
 
     def command_positions(self, q: np.ndarray) -> None:
         """Dynamic: position targets for the arm's actuators."""

@@ -170,15 +170,16 @@ class IsaacTwin:
         values = np.append(q[:-1], [q[-1]] * len(self._grip_index))
         return values, self._dof_index + self._grip_index
 
-    def set_joint_positions(self, q: np.ndarray) -> None:
+    def set_joint_positions(self, q: np.ndarray, qd: np.ndarray | None = None) -> None:
         values, idx = self._full(q)
+        vel = np.zeros_like(values) if qd is None else self._full(qd)[0]
         if self._api == 6:
             self._robot.set_dof_positions(values, dof_indices=idx)
-            self._robot.set_dof_velocities(np.zeros_like(values), dof_indices=idx)
+            self._robot.set_dof_velocities(vel, dof_indices=idx)
             self._robot.set_dof_position_targets(values, dof_indices=idx)
         else:
             self._robot.set_joint_positions(values, joint_indices=np.array(idx))
-            self._robot.set_joint_velocities(np.zeros_like(values), joint_indices=np.array(idx))
+            self._robot.set_joint_velocities(vel, joint_indices=np.array(idx))
             self._apply_targets(values, idx)
 
     def _apply_targets(self, values: np.ndarray, idx: list[int]) -> None:

@@ -1,17 +1,18 @@
-"""Compose the twin's MuJoCo model (MjSpec) from a TwinScene: robot, table, objects, cameras.
+"""Compose the twin's MuJoCo model (MjSpec) from a TwinScene: robot, table, table markers,
+objects, cameras.
 
 Flat colours and shadowless lights: the twin renders what the lab's geometry implies, fast;
 appearance gaps are the neural simulator's job. Knows nothing about the bench lab.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
 
 from comsim_teleop.camera import Lens, configure_camera
-from comsim_twin.scene import TwinObject, TwinScene
+from comsim_twin.scene import TwinMarker, TwinObject, TwinScene
 
 ROBOT_PREFIX = 'robot/'
 TIMESTEP = 0.002
@@ -19,6 +20,8 @@ TABLE_HALF_THICKNESS = 0.02
 FLOOR_Z = -0.75                   # the floor only shows as background under the table
 NECK_FRACTION = (0.4, 0.3)        # bottle neck radius, half-height as fractions of the body's
 _ACTUATOR_GAINS = (900.0, 45.0)   # kp, kv for joints the robot model leaves unactuated
+MARKER_HALF_THICKNESS = 0.0004    # tape on the table: thick enough not to z-fight the top
+MARKER_GROUP = 1                  # visual geom group (as the lab draws its marks)
 
 
 @dataclass
@@ -26,6 +29,7 @@ class TwinModel:
     model: mujoco.MjModel
     lenses: dict[str, Lens]
     object_names: list[str]
+    marker_names: list[str] = field(default_factory=list)
 
 
 def _rgba(color) -> list[float]:
@@ -81,6 +85,25 @@ def _add_object(spec: mujoco.MjSpec, obj: TwinObject) -> None:
         neck.mass = obj.mass - geom.mass
 
 
+def _add_marker(spec: mujoco.MjSpec, marker: TwinMarker) -> None:
+    """A thin box lying on the table top that nothing collides with (contype/conaffinity 0)."""
+    if len(marker.size) != 2 or min(marker.size) <= 0:
+        raise ValueError(f'marker {marker.name!r} needs size [half x, half y] > 0, '
+                         f'got {marker.size}')
+    geom = spec.worldbody.add_geom()
+    geom.name = marker.name
+    geom.type = mujoco.mjtGeom.mjGEOM_BOX
+    geom.size = [float(marker.size[0]), float(marker.size[1]), MARKER_HALF_THICKNESS]
+    geom.pos = [float(marker.pos[0]), float(marker.pos[1]), MARKER_HALF_THICKNESS]
+    yaw = float(marker.yaw)
+    geom.quat = [float(np.cos(yaw / 2)), 0.0, 0.0, float(np.sin(yaw / 2))]
+    geom.rgba = _rgba(marker.color)
+    geom.contype = 0
+    geom.conaffinity = 0
+    geom.group = MARKER_GROUP
+    geom.mass = 0.0
+
+
 def _add_missing_actuators(spec: mujoco.MjSpec, joints: list[str]) -> None:
     """Position actuators (like the project arm's) for arm joints a user model leaves bare."""
     actuated = {a.target for a in spec.actuators}
@@ -123,6 +146,9 @@ def compose(scene: TwinScene, robot_path: str, actuated_joints: list[str],
     floor.pos = [0.0, 0.0, FLOOR_Z]
     floor.rgba = _rgba(scene.background_color)
 
+    for marker in scene.markers.values():
+        _add_marker(spec, marker)
+
     frame = spec.worldbody.add_frame()
     spec.attach(mujoco.MjSpec.from_file(robot_path), frame=frame, prefix=ROBOT_PREFIX)
     _add_missing_actuators(spec, actuated_joints)
@@ -149,4 +175,4 @@ def compose(scene: TwinScene, robot_path: str, actuated_joints: list[str],
         model = spec.compile()
     except ValueError as exc:
         raise ValueError(f'twin scene did not compile in MuJoCo: {exc}') from exc
-    return TwinModel(model, lenses, list(scene.objects))
+    return TwinModel(model, lenses, list(scene.objects), list(scene.markers))

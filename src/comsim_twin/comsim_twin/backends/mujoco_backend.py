@@ -28,6 +28,7 @@ class MujocoTwin:
         self.joint_names: list[str] = []
         self.camera_names: list[str] = []
         self.object_names: list[str] = []
+        self.marker_names: list[str] = []
         self.timestep = 0.0
         self.robot: RobotModel | None = None
         self.model: mujoco.MjModel | None = None
@@ -49,6 +50,7 @@ class MujocoTwin:
         self.joint_names = list(robot.joint_names)
         self.camera_names = list(twin.lenses)
         self.object_names = list(twin.object_names)
+        self.marker_names = list(twin.marker_names)
         self.timestep = float(model.opt.timestep)
         jids = [model.joint(n).id for n in arm]
         self._qadr = np.array([model.jnt_qposadr[j] for j in jids], dtype=int)
@@ -71,13 +73,21 @@ class MujocoTwin:
         self.set_joint_positions(robot.home)
 
     def _label_table(self) -> np.ndarray:
-        """geom id -> 1 + object index (0 = not an object); last entry for 'no geom' (-1)."""
+        """geom id -> 1 + index into labelled_names (0 = neither object nor marker); the last
+        entry is for 'no geom' (-1)."""
         model = self.model
         table = np.zeros(model.ngeom + 1, dtype=np.uint16)
         index = {self._obj[n][0]: i + 1 for i, n in enumerate(self.object_names)}
         for g in range(model.ngeom):
             table[g] = index.get(int(model.geom_bodyid[g]), 0)
+        for j, name in enumerate(self.marker_names):   # world geoms: labelled by geom, not body
+            table[model.geom(name).id] = len(self.object_names) + j + 1
         return table
+
+    @property
+    def labelled_names(self) -> list[str]:
+        """What segmentation labels: the objects, then the table markers."""
+        return self.object_names + self.marker_names
 
     def _need(self) -> tuple[mujoco.MjModel, mujoco.MjData]:
         if self.model is None or self.data is None:
@@ -92,14 +102,16 @@ class MujocoTwin:
                              f'got {q.size}')
         return q
 
-    def set_joint_positions(self, q: np.ndarray) -> None:
+    def set_joint_positions(self, q: np.ndarray, qd: np.ndarray | None = None) -> None:
+        """Place the arm at q with joint velocity qd (None: zero), see TwinBackend."""
         model, data = self._need()
         q = self._check_q(q)
+        qd = np.zeros_like(q) if qd is None else self._check_q(qd)
         data.qpos[self._qadr] = q[:-1]
-        data.qvel[self._dadr] = 0.0
+        data.qvel[self._dadr] = qd[:-1]
         for qa, da in zip(self._grip_qadr, self._grip_dadr):
             data.qpos[qa] = q[-1]
-            data.qvel[da] = 0.0
+            data.qvel[da] = qd[-1]
         data.ctrl[self._act] = q[:len(self._act)]   # hold the pose when physics runs
         mujoco.mj_forward(model, data)
 
@@ -177,7 +189,7 @@ class MujocoTwin:
         return lens.distort(padded) if distort else lens.crop(padded).copy()
 
     def render_labels(self, camera: str, distort: bool = True) -> np.ndarray:
-        """HxW uint16: 1 + index into object_names per pixel, 0 where no object is seen."""
+        """HxW uint16: 1 + index into labelled_names per pixel, 0 where none is seen."""
         renderer = self._renderer(camera)
         renderer.enable_segmentation_rendering()
         try:
@@ -193,9 +205,10 @@ class MujocoTwin:
         return lens.distort_labels(labels) if distort else lens.crop(labels).copy()
 
     def render_segmentation(self, camera: str, distort: bool = True) -> dict[str, np.ndarray]:
-        """Boolean visible-pixel mask per object (occlusion by the arm and others included)."""
+        """Boolean visible-pixel mask per object and per table marker (occlusion by the arm and
+        by objects included)."""
         labels = self.render_labels(camera, distort)
-        return {name: labels == i + 1 for i, name in enumerate(self.object_names)}
+        return {name: labels == i + 1 for i, name in enumerate(self.labelled_names)}
 
     def close(self) -> None:
         for renderer in self._renderers.values():

@@ -13,11 +13,13 @@ from typing import Any
 import numpy as np
 
 from comsim_twin.generation.config import GenerationConfig
-from comsim_twin.scene import TwinObject, TwinScene
+from comsim_twin.scene import TwinMarker, TwinObject, TwinScene
 
 TASK_OBJECTS = {'stack_blocks': ('block_top', 'block_bottom'), 'move_card': ('card',),
                 'shake_bottle': ('bottle',)}
 DISTRACTOR_PREFIX = 'distractor_'
+ZONE_MARKER = 'target_zone'                 # move_card: the zone drawn on the table
+ZONE_COLOR = [0.2, 0.75, 0.3]               # when neither base scene nor config gives one
 
 
 class RandomiseError(ValueError):
@@ -161,6 +163,15 @@ def _distractors(rng, dcfg: dict, keep_out: list, corridor, table_z: float) -> l
     return out
 
 
+def _zone_marker(target: dict, base_zone: TwinMarker | None, tcfg: dict) -> TwinMarker:
+    """The move_card zone drawn where the target says, so the images show what the program
+    and the success check are given (same centre, half size and yaw)."""
+    color = base_zone.color if base_zone is not None else tcfg.get('zone_color', ZONE_COLOR)
+    return TwinMarker(ZONE_MARKER, [float(v) for v in target['zone_half_size']],
+                      [float(v) for v in color], [float(v) for v in target['zone_center']],
+                      float(target.get('zone_yaw', 0.0)))
+
+
 def randomise(base: TwinScene, task: str, cfg: GenerationConfig, seed: int,
               region: str | None = None) -> Randomised:
     """Draw one episode's scene from the base scene (same seed -> same scene)."""
@@ -184,7 +195,13 @@ def randomise(base: TwinScene, task: str, cfg: GenerationConfig, seed: int,
     for o in scene.objects.values():
         o.size = [float(v) * scale for v in o.size]
         o.color = _jitter_color(rng, o.color, float(rcfg.get('object_color_jitter', 0.0)))
+    base_zone = base.markers.get(ZONE_MARKER)
+    if task == 'move_card' and base_zone is not None:   # the lab's measured zone, not a default
+        tcfg = {**tcfg, 'zone_half_size': list(base_zone.size)}
     poses, target = _layout(task, rng, reg, tcfg, scene.objects)
+    scene.markers = {}
+    if 'zone_center' in target:
+        scene.markers[ZONE_MARKER] = _zone_marker(target, base_zone, tcfg)
     table_z = 0.0
     for name, (xy, yaw) in poses.items():
         o = scene.objects[name]
@@ -220,7 +237,8 @@ def randomise(base: TwinScene, task: str, cfg: GenerationConfig, seed: int,
                         'quat': o.quat} for n, o in scene.objects.items()},
         'distractors': sorted(n for n in scene.objects if n.startswith(DISTRACTOR_PREFIX)),
         'table_color': scene.table_color, 'background_color': scene.background_color,
-        'light_scale': light, 'cameras': cam_params, 'target': target}
+        'light_scale': light, 'cameras': cam_params, 'target': target,
+        'markers': {n: m.to_dict() for n, m in scene.markers.items()}}
     return Randomised(scene, target, params, light)
 
 

@@ -3,7 +3,9 @@
 ``EpisodeReplay`` walks the recorded messages in log-time order and keeps the twin in step:
 
 * kinematic: at every physics step the arm is placed at the recorded joint positions (linear
-  interpolation between joint-state stamps) while the objects follow physics;
+  interpolation between joint-state stamps), moving at that interpolation's velocity (the
+  finite difference of neighbouring samples), while the objects follow physics; without the
+  velocity the arm would look motionless to the contacts it pushes objects with;
 * dynamic: the recorded commands drive the arm's actuators through physics, with
   joint_trajectory_controller semantics (``TrajectoryFollower``), each applied when it was
   received (its log time).
@@ -73,6 +75,17 @@ def interpolate_clamped(t_src: np.ndarray, values: np.ndarray, t: int) -> np.nda
     return (1.0 - w) * values[lo] + w * values[hi]
 
 
+def slope_clamped(t_src: np.ndarray, values: np.ndarray, t: int) -> np.ndarray:
+    """Per-second slope of ``interpolate_clamped`` at ``t`` (zero outside the samples).
+
+    The finite-difference velocity of the segment holding ``t``; ``t_src`` in ns."""
+    if t < t_src[0] or t >= t_src[-1] or len(t_src) < 2:
+        return np.zeros(values.shape[1:])
+    hi = int(np.searchsorted(t_src, t, side='right'))
+    lo = hi - 1
+    return (values[hi] - values[lo]) / ((t_src[hi] - t_src[lo]) * 1e-9)
+
+
 def camera_topics(scene: TwinScene) -> dict[str, str]:
     """Image topic of each scene camera; ``/cameras/<name>/image_raw`` where none is given."""
     return {name: cam.topic or f'/cameras/{name}/image_raw' for name, cam in scene.cameras.items()}
@@ -83,11 +96,13 @@ class EpisodeReplay:
 
     def __init__(self, episode: Episode, scene: TwinScene, backend: Any,
                  mode: str = 'kinematic', joint_topic: str = '/joint_states',
-                 command_topic: str | None = None, distro: Stores = Stores.ROS2_KILTED) -> None:
+                 command_topic: str | None = None, distro: Stores = Stores.ROS2_KILTED,
+                 use_velocity: bool = True) -> None:
         if mode not in MODES:
             raise ReplayError(f'mode {mode!r} unknown; choose one of {MODES}')
         self.episode, self.scene, self.backend, self.mode = episode, scene, backend, mode
         self.joint_topic, self.distro = joint_topic, distro
+        self.use_velocity = use_velocity   # kinematic: place the arm with its recorded velocity
         self.cameras = camera_topics(scene)
         self._check_cameras()
         self.command_topic = self._find_command_topic(command_topic)
@@ -199,7 +214,8 @@ class EpisodeReplay:
             t_next = self._now_ns() + dt_ns
             if self.mode == 'kinematic':
                 q = interpolate_clamped(self.t_ns, self.q, t_next)
-                b.set_joint_positions(q)
+                qd = slope_clamped(self.t_ns, self.q, t_next) if self.use_velocity else None
+                b.set_joint_positions(q, qd)
                 b.command_positions(q)
             else:
                 target = self.follower.target(self._rel(self._now_ns()))

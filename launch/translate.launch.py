@@ -1,0 +1,29 @@
+"""Translate a sim episode into pseudo-real frames with a trained neural simulator.
+
+    ros2 launch launch/translate.launch.py           # params in config/translate.yaml
+    comsim-launch launch/translate.launch.py         # the same graph without ros2 launch
+
+`NODES` is the one description of the graph; `comsim-launch` reads it where `launch` is not
+installed (pip installs), `generate_launch_description` where it is.
+"""
+from pathlib import Path
+
+CONFIG = Path(__file__).resolve().parent.parent / 'config'
+
+NODES = [
+    {'package': 'comsim_neural_sim', 'executable': 'comsim-neural-sim-translate',
+     'name': 'translate', 'params': ['translate.yaml']},
+]
+ARGUMENTS: dict[str, str] = {}
+
+
+def generate_launch_description():
+    from launch_ros.actions import Node
+
+    from launch import LaunchDescription
+
+    return LaunchDescription([
+        Node(package=spec['package'], executable=spec['executable'], name=spec['name'],
+             parameters=[str(CONFIG / p) for p in spec['params']], output='screen',
+             emulate_tty=True)
+        for spec in NODES])

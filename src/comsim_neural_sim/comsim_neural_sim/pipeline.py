@@ -1,0 +1,83 @@
+"""Main-job stage: train a small neural simulator on paired episodes, translate the sim
+episodes into pseudo-real ones, run the ablation, and return the report section."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import torch
+
+from .config import NeuralSimConfig
+from .data.clips import load_paired_dir
+from .errors import NeuralSimError
+from .evaluation.ablation import run_ablation
+from .training.train import train
+from .translate.episode import camera_topics, find_episodes, translate_dir
+
+DEFAULT_TRAIN_STEPS = 600   # ~4-5 min for the default config on 2 cores, 1 thread
+
+
+def _camera(paired_dir: Path, preferred: str) -> str:
+    """``preferred`` when the paired episodes have it, else their first /real camera."""
+    from comsim_teleop.episodes import Episode  # noqa: PLC0415
+    eps = sorted(p.parent for p in paired_dir.rglob('metadata.yaml'))
+    if not eps:
+        raise NeuralSimError(f'no paired episodes (metadata.yaml) under {paired_dir}')
+    with Episode.open(eps[0]) as ep:
+        cams = sorted(camera_topics(ep.topics, '/real/cameras/'))
+    return preferred if preferred in cams or not cams else cams[0]
+
+
+def neural_sim_stage(out: Path, paired_dir: Path, sim_dir: Path, log=print,
+                     train_steps: int | None = None, config: NeuralSimConfig | None = None,
+                     steps: int = 10) -> tuple[str, Path]:
+    """Returns (markdown section, pseudo-real episode directory)."""
+    out, paired_dir, sim_dir = Path(out), Path(paired_dir), Path(sim_dir)
+    for what, d in (('paired-episode', paired_dir), ('sim-episode', sim_dir)):
+        if not d.is_dir():
+            raise NeuralSimError(f'neural-sim stage: no {what} directory at {d}')
+    sims = find_episodes(sim_dir)
+    if not sims:
+        raise NeuralSimError(f'neural-sim stage: no sim episodes (metadata.yaml) under {sim_dir}')
+    cfg = config or NeuralSimConfig()
+    cfg = cfg.replace(camera=_camera(paired_dir, cfg.camera), sample_every=10**9,
+                      save_every=10**9, log_every=50)
+    clips = load_paired_dir(paired_dir, cfg.camera, cfg.command_topic)
+    cfg = cfg.replace(action_dim=int(clips[0].actions.shape[1]))
+    held = clips[-1:] if len(clips) > 1 else clips
+    train_clips = clips[:-1] if len(clips) > 1 else clips
+    n_steps = DEFAULT_TRAIN_STEPS if train_steps is None else int(train_steps)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        t0 = time.perf_counter()
+        ckpt = out / 'checkpoint'
+        if ckpt.exists():
+            shutil.rmtree(ckpt)
+        res = train(cfg, train_clips, ckpt, steps=n_steps, log=log)
+        train_s = time.perf_counter() - t0
+        log(f'neural sim: trained {n_steps} steps in {train_s:.0f} s, loss '
+            f'{res.first_loss:.4f} -> {res.last_loss:.4f}')
+        pseudo = out / 'pseudo_real'
+        translate_dir(sims, ckpt, pseudo, steps=steps, log=log)
+        abl = run_ablation(ckpt, held, out / 'ablation', steps=steps, log=log)
+    finally:
+        torch.set_num_threads(threads)
+    pics = out / 'pictures'
+    pics.mkdir(parents=True, exist_ok=True)
+    grid = pics / 'neural_sim_grid.png'
+    shutil.copyfile(abl.grid, grid)
+    if (ckpt / 'loss.png').is_file():
+        shutil.copyfile(ckpt / 'loss.png', pics / 'neural_sim_loss.png')
+    held_note = ('held out: ' + ', '.join(abl.episodes) if len(clips) > 1 else
+                 'only one paired episode: evaluated on its training episode (NOT held out)')
+    md = (f'## Neural simulator\n\n'
+          f'Trained {n_steps} steps on {len(train_clips)} paired episode(s) (camera '
+          f'{cfg.camera}, {cfg.height}x{cfg.width}, {cfg.frames}-frame windows) in '
+          f'{train_s:.0f} s; loss {res.first_loss:.4f} -> {res.last_loss:.4f}. '
+          f'Translated {len(sims)} sim episode(s) into `{pseudo}`.\n\n'
+          f'![sim | translated | ground truth]({grid.relative_to(out)})\n\n'
+          f'Ablation ({held_note}):\n\n{abl.table}\n{abl.note}\n')
+    return md, pseudo

@@ -1,0 +1,266 @@
+"""Translate sim episodes into pseudo-real ones, keeping everything but the pixels.
+
+Every non-image message is copied byte-for-byte with its log time, so actions, joint states,
+camera info and timestamps of a pseudo-real episode are exactly those of its sim source; each
+camera image is re-encoded (rgb8) from the translated frame under the original header. Output
+is written into ``<out>/.partial/<name>`` and renamed when complete, so an interrupted run
+resumes by skipping finished episodes and redoing only the unfinished one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from rosbags.highlevel import AnyReader
+from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.typesys import Stores, get_typestore
+
+from ..data.clips import normalise_actions
+from ..errors import InputShapeError, MissingStreamError, NeuralSimError
+from ..sampling.guidance import GuidanceWeights
+from ..sampling.pipeline import NeuralSimPipeline
+
+IMAGE = 'sensor_msgs/msg/Image'
+PARTIAL_DIR = '.partial'
+SIDECAR = 'episode.yaml'
+Log = Callable[[str], None]
+
+
+@dataclass
+class SimEpisode:
+    """A sim episode in memory: per camera topic, header stamps (T,) and frames (T, H, W, 3),
+    and the action in force at each frame (T, A)."""
+
+    path: Path
+    images: dict[str, tuple[np.ndarray, np.ndarray]]
+    actions: dict[str, np.ndarray]
+    sidecar: dict[str, Any]
+
+
+def camera_topics(topics: Sequence[str], prefix: str = '/cameras/') -> dict[str, str]:
+    """camera name -> image topic, for topics shaped ``<prefix><cam>/image_raw``."""
+    return {t[len(prefix):-len('/image_raw')]: t for t in topics
+            if t.startswith(prefix) and t.endswith('/image_raw')}
+
+
+def actions_at(stamps: np.ndarray, cmd_t: np.ndarray | None, cmd_q: np.ndarray | None,
+               joint_t: np.ndarray, joint_q: np.ndarray) -> np.ndarray:
+    """Command in force at each stamp; the measured joint position before the first command."""
+    j_idx = np.clip(np.searchsorted(joint_t, stamps, side='right') - 1, 0, len(joint_t) - 1)
+    out = joint_q[j_idx].astype(np.float32)
+    if cmd_t is not None and len(cmd_t):
+        c_idx = np.searchsorted(cmd_t, stamps, side='right') - 1
+        ok = c_idx >= 0
+        out[ok] = cmd_q[c_idx[ok]]
+    return out
+
+
+def read_sim_episode(path: str | Path, command_topic: str, joint_topic: str = '/joint_states',
+                     prefix: str = '/cameras/') -> SimEpisode:
+    """Frames, stamps and actions of a sim (recording-layout) episode; clear errors if absent."""
+    from comsim_teleop.episodes import Episode  # noqa: PLC0415
+    from comsim_teleop.recording.sidecar import read_sidecar  # noqa: PLC0415
+
+    path = Path(path)
+    with Episode.open(path) as ep:
+        cams = camera_topics(ep.topics, prefix)
+        missing = [t for t in (joint_topic,) if t not in ep.topics]
+        if not cams:
+            missing.append(f'{prefix}<camera>/image_raw')
+        if missing:
+            raise MissingStreamError(f'sim episode {path} lacks {missing}; it has {ep.topics}')
+        js = ep.joint_states(joint_topic)
+        cmds = ep.commands(command_topic) if command_topic in ep.topics else None
+        images, actions = {}, {}
+        for topic in cams.values():
+            pairs = list(ep.images(topic))
+            if not pairs:
+                raise MissingStreamError(f'sim episode {path}: {topic} has no images')
+            stamps = np.array([p[0] for p in pairs], dtype=np.int64)
+            images[topic] = (stamps, np.stack([p[1] for p in pairs]))
+            actions[topic] = actions_at(stamps, None if cmds is None else cmds.t_ns,
+                                        None if cmds is None else cmds.position, js.t_ns,
+                                        js.position)
+    return SimEpisode(path, images, actions, read_sidecar(path) or {})
+
+
+def config_hash(pipe: NeuralSimPipeline) -> str:
+    """Short hash of the checkpoint config (architecture and action statistics)."""
+    text = json.dumps(pipe.config.to_dict(), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def checkpoint_provenance(pipe: NeuralSimPipeline, checkpoint: str | Path | None,
+                          weights: dict[str, float], steps: int, seed: int, mode: str
+                          ) -> dict[str, Any]:
+    return {'checkpoint': str(Path(checkpoint).resolve()) if checkpoint else None,
+            'config_hash': config_hash(pipe), 'guidance': {'mode': mode, **weights},
+            'steps': int(steps), 'seed': int(seed), 'trained_camera': pipe.config.camera}
+
+
+def is_complete(episode_dir: Path) -> bool:
+    """A finished output: bag metadata present and the sidecar says complete."""
+    side = episode_dir / SIDECAR
+    if not (episode_dir / 'metadata.yaml').is_file() or not side.is_file():
+        return False
+    import yaml  # noqa: PLC0415
+    data = yaml.safe_load(side.read_text()) or {}
+    return data.get('status') == 'complete'
+
+
+def translate_frames(pipe: NeuralSimPipeline, eps: Sequence[SimEpisode], topic: str,
+                     weights: dict[str, float], steps: int, seed: int, mode: str
+                     ) -> list[np.ndarray]:
+    """Translate one camera of several episodes in ONE batch (padded to the longest)."""
+    frames = [e.images[topic][1] for e in eps]
+    acts = [e.actions[topic] for e in eps]
+    for e, a in zip(eps, acts):
+        if a.shape[1] != pipe.config.action_dim:
+            raise InputShapeError(f'{e.path}: {a.shape[1]}-D actions, but the checkpoint was '
+                                  f'trained on action_dim={pipe.config.action_dim}')
+    shapes = {f.shape[1:] for f in frames}
+    if len(eps) > 1 and len(shapes) == 1:
+        t_max = max(len(f) for f in frames)
+        pad = lambda x: np.concatenate([x, np.repeat(x[-1:], t_max - len(x), 0)])  # noqa: E731
+        sim = torch.stack([pipe.encode_frames(pad(f)) for f in frames])
+        act = torch.stack([normalise_actions(pad(a), pipe.config) for a in acts]).to(pipe.device)
+        w = GuidanceWeights(weights['w_action'], weights['w_sim'], weights['w_joint'])
+        out = pipe.generate(sim, act, w, mode, steps, seed)
+        h, wd = frames[0].shape[1:3]
+        return [pipe.decode_frames(o[:len(f)], h, wd) for o, f in zip(out, frames)]
+    return [pipe(f, a, weights['w_action'], weights['w_sim'], steps, seed, mode,
+                 weights['w_joint']) for f, a in zip(frames, acts)]
+
+
+def write_translated(sim: SimEpisode, translated: dict[str, np.ndarray], out_dir: Path,
+                     provenance: dict[str, Any]) -> Path:
+    """Copy the sim bag with images replaced; ``.partial`` first, renamed when complete."""
+    from comsim_teleop.recording.sidecar import write_sidecar  # noqa: PLC0415
+
+    name = sim.path.name
+    final, partial = out_dir / name, out_dir / PARTIAL_DIR / name
+    if partial.exists():
+        shutil.rmtree(partial)
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    ts = get_typestore(Stores.ROS2_KILTED)
+    index = {topic: {int(s): i for i, s in enumerate(sim.images[topic][0])}
+             for topic in translated}
+    storage = StoragePlugin.SQLITE3 if list(sim.path.glob('*.db3')) else StoragePlugin.MCAP
+    with AnyReader([sim.path], default_typestore=ts) as reader, \
+            Writer(partial, version=9, storage_plugin=storage) as writer:
+        conns = {}
+        for c in reader.connections:
+            if c.topic not in conns:
+                conns[c.topic] = writer.add_connection(
+                    c.topic, c.msgtype, msgdef=c.msgdef.data, rihs01=c.digest,
+                    serialization_format=c.ext.serialization_format,
+                    offered_qos_profiles=c.ext.offered_qos_profiles)
+        for c, t, raw in reader.messages():
+            if c.topic in translated:
+                if c.msgtype != IMAGE:
+                    raise NeuralSimError(f'{sim.path}: {c.topic} is {c.msgtype}; only '
+                                         f'{IMAGE} streams can be translated')
+                msg = ts.deserialize_cdr(raw, c.msgtype)
+                st = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+                frame = translated[c.topic][index[c.topic][int(st or t)]]
+                h, w = frame.shape[:2]
+                new = ts.types[IMAGE](header=msg.header, height=h, width=w, encoding='rgb8',
+                                      is_bigendian=0, step=w * 3,
+                                      data=np.ascontiguousarray(frame).reshape(-1))
+                raw = ts.serialize_cdr(new, IMAGE)
+            writer.write(conns[c.topic], t, raw)
+    side = dict(sim.sidecar)
+    meta = dict(side.get('metadata') or {})
+    meta.update(source='pseudo_real', sim_source=meta.get('source', 'sim'),
+                provenance={**provenance, 'source_episode': str(sim.path.resolve())})
+    side.update(status='complete', episode=name, metadata=meta, translated_at=time.strftime(
+        '%Y-%m-%dT%H:%M:%S%z'))
+    side['source'] = 'pseudo_real'
+    side.pop('summary', None)  # byte sizes differ; the streams are those of the source
+    write_sidecar(partial, side)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(partial, final)
+    return final
+
+
+def _load(pipeline: NeuralSimPipeline | str | Path, config: Any = None) -> NeuralSimPipeline:
+    if isinstance(pipeline, NeuralSimPipeline):
+        if config is not None:
+            config.check_compatible(pipeline.config, what='pipeline')
+        return pipeline
+    return NeuralSimPipeline.from_pretrained(pipeline, config=config)
+
+
+def translate_episode(sim_episode: str | Path, pipeline: NeuralSimPipeline | str | Path,
+                      out_dir: str | Path, weights: dict[str, float] | None = None,
+                      steps: int = 10, seed: int = 0, mode: str = 'composed',
+                      checkpoint: str | Path | None = None, config: Any = None) -> Path:
+    """Translate one sim episode into ``out_dir/<name>``; returns the output episode."""
+    return translate_dir([sim_episode], pipeline, out_dir, weights, steps, seed, mode,
+                         checkpoint=checkpoint, config=config, log=lambda s: None)[0]
+
+
+def find_episodes(sim_dir: str | Path) -> list[Path]:
+    """Episode directories (with metadata.yaml) under ``sim_dir``, skipping hidden/partial."""
+    sim_dir = Path(sim_dir)
+    if not sim_dir.is_dir():
+        raise FileNotFoundError(f'no sim-episode directory at {sim_dir}')
+    if (sim_dir / 'metadata.yaml').is_file():
+        return [sim_dir]
+    return sorted(p.parent for p in sim_dir.rglob('metadata.yaml')
+                  if not any(part.startswith('.') for part in p.relative_to(sim_dir).parts))
+
+
+def translate_dir(sim_episodes: str | Path | Sequence[str | Path],
+                  pipeline: NeuralSimPipeline | str | Path, out_dir: str | Path,
+                  weights: dict[str, float] | None = None, steps: int = 10, seed: int = 0,
+                  mode: str = 'composed', batch: int = 4, checkpoint: str | Path | None = None,
+                  config: Any = None, command_topic: str | None = None,
+                  log: Log = print) -> list[Path]:
+    """Translate every sim episode (a directory, or a list); complete outputs are skipped.
+
+    Episodes are translated ``batch`` at a time (one batched generation per camera).
+    """
+    eps = (find_episodes(sim_episodes) if isinstance(sim_episodes, (str, Path))
+           else [Path(p) for p in sim_episodes])
+    if not eps:
+        raise NeuralSimError(f'no sim episodes (metadata.yaml) under {sim_episodes}')
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if checkpoint is None and not isinstance(pipeline, NeuralSimPipeline):
+        checkpoint = pipeline
+    pipe = _load(pipeline, config)
+    w = {'w_action': 1.0, 'w_sim': 1.0, **(weights or {})}
+    w.setdefault('w_joint', w['w_action'])
+    prov = checkpoint_provenance(pipe, checkpoint, w, steps, seed, mode)
+    cmd = command_topic or pipe.config.command_topic
+    todo = [p for p in eps if not is_complete(out_dir / p.name)]
+    for p in eps:
+        if p not in todo:
+            log(f'skip {p.name}: already translated')
+    t0 = time.perf_counter()
+    for i in range(0, len(todo), max(1, batch)):
+        group = [read_sim_episode(p, cmd) for p in todo[i:i + max(1, batch)]]
+        translated: list[dict[str, np.ndarray]] = [{} for _ in group]
+        for topic in sorted({t for e in group for t in e.images}):
+            have = [k for k, e in enumerate(group) if topic in e.images]
+            outs = translate_frames(pipe, [group[k] for k in have], topic, w, steps, seed, mode)
+            for k, o in zip(have, outs):
+                translated[k][topic] = o
+        for e, tr in zip(group, translated):
+            write_translated(e, tr, out_dir, prov)
+        done = min(i + batch, len(todo))
+        log(f'translated {done}/{len(todo)} episodes '
+            f'({time.perf_counter() - t0:.1f} s, device {pipe.device})')
+    return [out_dir / p.name for p in eps]
