@@ -426,6 +426,9 @@ class PolicyNode(Node):
 
 
 def main(args=None):
+    from comsim_policy.inference import limit_cpu_threads  # noqa: PLC0415
+
+    limit_cpu_threads()
     rclpy.init(args=args)
     node = None
     code = 0

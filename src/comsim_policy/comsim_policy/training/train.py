@@ -33,7 +33,7 @@ from ..config import PolicyConfig
 from ..data.cache import FrameCache
 from ..data.dataset import WindowDataset
 from ..data.mixture import MixtureSampler
-from ..inference import default_device
+from ..inference import default_device, limit_cpu_threads
 from ..model.policy import DiffusionPolicyModel
 from ..normalizer import PolicyNormalizer
 from ..schedulers import inference_scheduler, train_scheduler
@@ -204,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    limit_cpu_threads()
     config = PolicyConfig.from_yaml(args.config)
     if args.device:
         config.train.device = args.device

@@ -1,0 +1,220 @@
+"""The main job's policy stage: train on real (and real + pseudo-real) episodes, roll out, report.
+
+One policy is trained on the recorded real episodes (``out/policy/real``); when the neural
+simulator left pseudo-real episodes, a second one on real + pseudo-real through the mixture
+sampler (``out/policy/real_pseudo``), so the report can compare them on the same lab seeds.
+Both are evaluated in closed loop on the bench lab over DDS (in-distribution layouts only, few
+rollouts: a CPU cannot afford more inside the main job) and the stage returns its markdown.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import yaml
+
+from .config import PolicyConfig
+from .data.episode_arrays import EpisodeDataError, find_episodes
+from .training.data_setup import DataSpec
+from .training.train import train
+
+DEFAULT_CONFIG = 'config/policy_train_main_job.yaml'
+DEFAULT_TASKS = ('stack_blocks', 'move_card', 'shake_bottle')
+EVAL_SEED = 1000      # layouts unseen in recording (which starts at seed 0)
+
+
+class PolicyStageError(RuntimeError):
+    """The policy stage cannot run (no real episodes, unreadable config)."""
+
+
+@dataclass
+class TrainedPolicy:
+    """One trained checkpoint and the numbers the report shows about its training."""
+
+    name: str
+    path: Path
+    episodes: dict
+    steps: int
+    samples_per_s: float
+    wall_s: float
+    val_loss: float | None
+    val_action_mae: float | None
+
+    def row(self) -> str:
+        def fmt(v: float | None) -> str:
+            return 'n/a' if v is None else f'{v:.4f}'
+        src = ', '.join(f'{k} {v}' for k, v in sorted(self.episodes.get('sources', {}).items()))
+        return (f'| {self.name} | {src} | {self.steps} | {self.samples_per_s:.0f} | '
+                f'{self.wall_s:.0f} | {fmt(self.val_loss)} | {fmt(self.val_action_mae)} |')
+
+
+def load_stage_config(config: PolicyConfig | Path | str | None) -> PolicyConfig:
+    """A private copy of ``config`` (default: the main-job config in the repository)."""
+    if isinstance(config, PolicyConfig):
+        return copy.deepcopy(config)
+    path = Path(config) if config is not None else _repo() / DEFAULT_CONFIG
+    return PolicyConfig.from_yaml(path)
+
+
+def pseudo_real_available(pseudo_real_dir: Path | None) -> bool:
+    """True when ``pseudo_real_dir`` holds at least one episode."""
+    if pseudo_real_dir is None:
+        return False
+    try:
+        return bool(find_episodes(pseudo_real_dir))
+    except EpisodeDataError:
+        return False
+
+
+def episode_tasks(real_dir: Path) -> list[str]:
+    """Tasks of the recorded episodes (episode.yaml), in first-seen order."""
+    tasks: list[str] = []
+    for path in find_episodes(real_dir):
+        side = path / 'episode.yaml'
+        meta = yaml.safe_load(side.read_text()) if side.exists() else {}
+        task = ((meta or {}).get('metadata') or {}).get('task') or (meta or {}).get('task')
+        if task and task not in tasks:
+            tasks.append(str(task))
+    return tasks
+
+
+@contextmanager
+def single_thread_cpu() -> Iterator[None]:
+    """One torch/OpenMP thread unless the user chose (OMP_NUM_THREADS set).
+
+    The policy's ops are small: on the 2-core machine (shared with other jobs) the main-job
+    config trained at 240 samples/s with one thread and 3 with two. Child processes (the policy
+    node) inherit ``OMP_NUM_THREADS=1`` through the environment.
+    """
+    if os.environ.get('OMP_NUM_THREADS'):
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    os.environ['OMP_NUM_THREADS'] = '1'
+    try:
+        yield
+    finally:
+        os.environ.pop('OMP_NUM_THREADS', None)
+        torch.set_num_threads(threads)
+
+
+def train_policy(name: str, specs: list[DataSpec], config: PolicyConfig, out: Path,
+                 log: Callable[[str], None]) -> TrainedPolicy:
+    """Train one checkpoint into ``out/policy/<name>`` (from scratch: any old one is replaced)."""
+    ckpt = out / 'policy' / name
+    shutil.rmtree(ckpt, ignore_errors=True)
+    t0 = time.monotonic()
+    summary = train(copy.deepcopy(config), specs, ckpt, log=lambda s: log(f'[policy:{name}] {s}'))
+    wall = time.monotonic() - t0
+    history = summary['history']
+    rates = [h['samples_per_s'] for h in history if 'samples_per_s' in h]
+    vals = [h for h in history if 'val_loss' in h]
+    last = vals[-1] if vals else {}
+    return TrainedPolicy(name, ckpt, summary['data'], int(summary['steps']),
+                         sum(rates) / len(rates) if rates else 0.0, wall,
+                         last.get('val_loss'), last.get('val_action_mae'))
+
+
+def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
+                 log: Callable[[str], None] = print, rollouts_per_task: int = 2,
+                 tasks: Sequence[str] | None = None, *,
+                 config: PolicyConfig | Path | str | None = None,
+                 cache_dir: Path | str | None = None, timeout_s: float = 15.0,
+                 lab: dict | None = None, policy: dict | None = None) -> str:
+    """Train, evaluate in closed loop (region 'id'), and return the report's markdown section.
+
+    ``config`` defaults to ``config/policy_train_main_job.yaml``; ``cache_dir`` (default: the
+    config's, relative to the repository) keeps decoded frames between runs; ``timeout_s`` is
+    each rollout's budget in sim seconds (the expert needs 6-9 s).
+    """
+    from .evaluation.closed_loop import evaluate  # noqa: PLC0415 (pulls in rclpy)
+
+    out, real_dir = Path(out), Path(real_dir)
+    t_stage = time.monotonic()
+    try:
+        if not find_episodes(real_dir):
+            raise PolicyStageError(f'no real episodes under {real_dir}')
+    except EpisodeDataError as exc:
+        raise PolicyStageError(f'policy stage: {exc}') from exc
+    cfg = load_stage_config(config)
+    cfg.train.device = 'cpu' if cfg.train.device == 'auto' and not torch.cuda.is_available() \
+        else cfg.train.device
+    cfg.train.cache_dir = _cache_dir(cache_dir, cfg.train.cache_dir, out)
+    tasks = list(tasks or episode_tasks(real_dir) or DEFAULT_TASKS)
+    runs = [('real', [DataSpec(real_dir, 'real')], cfg)]
+    if pseudo_real_available(pseudo_real_dir):
+        mixed = copy.deepcopy(cfg)
+        mixed.train.mixture = dict(mixed.train.mixture) or {'real': 1.0, 'pseudo_real': 1.0}
+        runs.append(('real_pseudo', [DataSpec(real_dir, 'real'),
+                                     DataSpec(Path(pseudo_real_dir), 'pseudo_real')], mixed))
+    else:
+        log(f'[policy] no pseudo-real episodes ({pseudo_real_dir}): training on real only')
+    with single_thread_cpu():
+        trained = [train_policy(name, specs, c, out, log) for name, specs, c in runs]
+        t_eval = time.monotonic()
+        result = evaluate([t.path for t in trained], tasks, rollouts_per_task, regions=('id',),
+                          out_dir=out / 'policy' / 'evaluation', seed=EVAL_SEED,
+                          timeout_s=timeout_s, sheets=1, lab=lab,
+                          policy={'device': 'cpu', **(policy or {})},
+                          log=lambda s: log(f'[policy:eval] {s}'))
+    eval_wall = time.monotonic() - t_eval
+    sheets = _pictures(result.rollouts, out)
+    lines = ['## Policy', '',
+             f'Diffusion Policy trained on {cfg.train.device} ({len(cfg.camera_topics)} '
+             f'camera(s) at {cfg.image_size[0]}x{cfg.image_size[1]}, UNet '
+             f'{cfg.model.down_dims}, batch {cfg.train.batch_size}, '
+             f'{cfg.scheduler.num_inference_steps} DDIM steps); checkpoints under '
+             f'`{(out / "policy").relative_to(out)}/`. Validation: held-out episodes, '
+             'diffusion loss and mean absolute DDIM action error (rad; gripper m).', '',
+             '| checkpoint | episodes | steps | samples/s | wall (s) | val loss | '
+             'val action error |', '|---|---|---|---|---|---|---|',
+             *[t.row() for t in trained], '',
+             f'Closed loop on the bench lab over DDS: {rollouts_per_task} rollout(s) per task, '
+             f'in-distribution layouts (seeds {EVAL_SEED}..), {timeout_s:g} sim s each; '
+             f'{eval_wall:.0f} s wall.', '', result.markdown(), '']
+    for rollout, png in sheets:
+        lines += [f'**{rollout.checkpoint}** on {rollout.task} (seed {rollout.seed}, '
+                  f'{"success" if rollout.success else "failure"}):', '',
+                  f'![{rollout.checkpoint} {rollout.task}]({png.relative_to(out)})', '']
+    lines.append(f'Stage wall time {time.monotonic() - t_stage:.0f} s.')
+    log(f'[policy] done in {time.monotonic() - t_stage:.0f} s')
+    return '\n'.join(lines) + '\n'
+
+
+def _pictures(rollouts: list, out: Path) -> list[tuple[object, Path]]:
+    """Copy one contact sheet per checkpoint (a success when there is one) to out/pictures."""
+    chosen: dict[str, object] = {}
+    for r in rollouts:
+        if r.sheet and Path(r.sheet).exists():
+            if r.checkpoint not in chosen or (r.success and not chosen[r.checkpoint].success):
+                chosen[r.checkpoint] = r
+    pictures = []
+    for name, r in chosen.items():
+        dst = out / 'pictures' / f'policy_{name}_{r.task}_seed{r.seed}.png'
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(r.sheet, dst)
+        pictures.append((r, dst))
+    return pictures
+
+
+def _cache_dir(explicit: Path | str | None, configured: str, out: Path) -> str:
+    if explicit is not None:
+        return str(explicit)
+    if not configured:
+        return str(out / 'policy' / 'cache')
+    path = Path(configured)
+    return str(path if path.is_absolute() else _repo() / path)
+
+
+def _repo() -> Path:
+    from comsim_teleop.paths import repo_root  # noqa: PLC0415
+
+    return repo_root() or Path.cwd()

@@ -1,0 +1,102 @@
+"""The main job's policy stage: trains real and real + pseudo-real checkpoints, rolls each out
+once on the bench lab over DDS, and reports training numbers, the success table and a picture.
+
+Synthetic episodes at the bench lab's native 240x320 (the policy node refuses a checkpoint
+trained on other sizes) and a tiny config keep it to seconds of training.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from policy_synth import FRONT, tiny_config, write_episode
+
+from comsim_policy.checkpoint import load_config
+from comsim_policy.config import PolicyConfig
+from comsim_policy.inference import limit_cpu_threads
+from comsim_policy.pipeline import (
+    episode_tasks,
+    load_stage_config,
+    policy_stage,
+    pseudo_real_available,
+    single_thread_cpu,
+)
+from comsim_teleop.paths import repo_root
+
+LAB_SIZE = (240, 320)
+
+
+def test_main_job_config_is_valid_and_small():
+    cfg = load_stage_config(None)
+    assert cfg.camera_topics == ['/cameras/front/image_raw', '/cameras/side/image_raw']
+    assert cfg.image_size[0] <= 72 and cfg.train.max_steps <= 3000
+    assert cfg == PolicyConfig.from_yaml(repo_root() / 'config/policy_train_main_job.yaml')
+
+
+def test_pseudo_real_detection_and_tasks(tmp_path):
+    assert not pseudo_real_available(None)
+    assert not pseudo_real_available(tmp_path / 'missing')
+    (tmp_path / 'empty').mkdir()
+    assert not pseudo_real_available(tmp_path / 'empty')
+    write_episode(tmp_path / 'eps', 3, n_frames=4, size=(16, 16))
+    assert pseudo_real_available(tmp_path / 'eps')
+    assert episode_tasks(tmp_path / 'eps') == ['synth3']
+
+
+def test_single_thread_cpu_restores(monkeypatch):
+    monkeypatch.delenv('OMP_NUM_THREADS', raising=False)
+    before = torch.get_num_threads()
+    with single_thread_cpu():
+        assert torch.get_num_threads() == 1 and os.environ['OMP_NUM_THREADS'] == '1'
+    assert torch.get_num_threads() == before and 'OMP_NUM_THREADS' not in os.environ
+    monkeypatch.setenv('OMP_NUM_THREADS', '2')
+    with single_thread_cpu():   # the user's choice wins
+        assert torch.get_num_threads() == before
+
+
+def test_limit_cpu_threads_respects_omp(monkeypatch):
+    before = torch.get_num_threads()
+    monkeypatch.setenv('OMP_NUM_THREADS', '3')
+    assert limit_cpu_threads() is False and torch.get_num_threads() == before
+    monkeypatch.delenv('OMP_NUM_THREADS')
+    try:
+        assert limit_cpu_threads() is not torch.cuda.is_available()
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.ros
+def test_stage_end_to_end(tmp_path):
+    real, pseudo = tmp_path / 'real', tmp_path / 'pseudo_real'
+    for seed in (0, 1):
+        write_episode(real, seed, n_frames=20, size=LAB_SIZE)
+    write_episode(pseudo, 2, n_frames=20, size=LAB_SIZE, source='pseudo_real')
+    cfg = tiny_config(cameras=(FRONT,), max_steps=20, val_fraction=0.5, val_every=20,
+                      log_every=10)
+    cfg.scheduler.num_inference_steps = 4
+    out = tmp_path / 'out'
+    lines: list[str] = []
+    md = policy_stage(out, real, pseudo, log=lines.append, rollouts_per_task=1,
+                      tasks=['move_card'], config=cfg, timeout_s=2.0,
+                      lab={'camera_rate_hz': 10.0})
+    for name, sources in (('real', {'real': 2}), ('real_pseudo', {'real': 2, 'pseudo_real': 1})):
+        ckpt = out / 'policy' / name
+        assert (ckpt / 'model.safetensors').exists() and (ckpt / 'config.yaml').exists()
+        assert load_config(ckpt).camera_sizes == {FRONT: list(LAB_SIZE)}
+        assert re.search(rf'\| {name} \| move_card \| id \| default \| [01]/1 \| \d+ % \|', md), md
+        row = re.search(rf'^\| {name} \| [^|]+ \| 20 \| (\d+) \| \d+ \| ([\d.]+) \| ([\d.]+) \|$',
+                        md, re.M)
+        assert row and float(row.group(1)) > 0, md
+        src = ', '.join(f'{k} {v}' for k, v in sorted(sources.items()))
+        assert f'| {name} | {src} |' in md
+    mixed = yaml.safe_load((out / 'policy' / 'real_pseudo' / 'config.yaml').read_text())
+    assert mixed['train']['mixture'] == {'real': 1.0, 'pseudo_real': 1.0}
+    links = re.findall(r'!\[[^]]*\]\(([^)]+)\)', md)
+    assert len(links) == 2 and all(not Path(p).is_absolute() for p in links)
+    assert all((out / p).stat().st_size > 1000 for p in links)
+    assert all(p.startswith('pictures/') for p in links)
+    assert any('[policy:eval]' in s for s in lines)
