@@ -174,10 +174,10 @@ def main(argv=None) -> int:
     parser.add_argument('--episodes-per-task', type=int, default=5)
     parser.add_argument('--tasks', nargs='*')
     parser.add_argument('--calib-views', type=int, default=20)
-    parser.add_argument('--sim-per-task', type=int, default=6)
-    parser.add_argument('--neural-sim-steps', type=int, default=None,
+    parser.add_argument('--sim-per-task', type=int, default=4)
+    parser.add_argument('--neural-sim-steps', type=int, default=400,
                         help='training steps of the neural simulator (default: its config)')
-    parser.add_argument('--rollouts-per-task', type=int, default=2)
+    parser.add_argument('--rollouts-per-task', type=int, default=1)
     parser.add_argument('--skip-neural-sim', action='store_true')
     parser.add_argument('--skip-policy', action='store_true')
     parser.add_argument('--reuse-episodes', type=Path,
