@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from comsim_twin.scene import SceneError, TwinCamera, TwinObject, TwinScene
+from comsim_twin.scene import SceneError, TableTexture, TwinCamera, TwinObject, TwinScene
 
 ROOT = Path(__file__).resolve().parents[2]
 TWIN_SRC = ROOT / 'src/comsim_twin'
@@ -101,3 +101,66 @@ def _is_docstring(tree: ast.AST, const: ast.Constant) -> bool:
 def test_import_scan_catches_an_offender():
     tree = ast.parse('import os\nfrom comsim_bench_lab.lab import BenchLab\n')
     assert 'comsim_bench_lab.lab' in _imports(tree)
+
+
+def _top_scene(texture: TableTexture | None = None) -> TwinScene:
+    """_scene() with the camera 1 m above the table looking straight down, so it sees the top."""
+    scene = _scene()
+    T = np.eye(4)
+    T[:3, :3] = np.diag([1.0, -1.0, -1.0])          # optical z (forward) = world -z
+    T[:3, 3] = [0.35, 0.0, 1.0]
+    scene.cameras['front'].T_base_camera = T
+    scene.table_texture = texture
+    return scene
+
+
+def _render(scene: TwinScene) -> np.ndarray:
+    from comsim_twin.backends import make_backend
+    twin = make_backend('mujoco')
+    try:
+        twin.build(scene)
+        textured = scene.table_texture is not None and scene.table_texture.kind != 'none'
+        assert (twin.model.geom('table').matid[0] >= 0) == textured   # flat: no material at all
+        return twin.render('front')
+    finally:
+        twin.close()
+
+
+def test_table_texture_round_trips_and_absent_stays_absent(tmp_path):
+    scene = _scene()
+    assert 'texture' not in scene.to_dict()['table']              # old scenes: unchanged YAML
+    scene.table_texture = TableTexture('stripes', [0.1, 0.2, 0.3], 0.03)
+    loaded = TwinScene.load(scene.save(tmp_path / 'scene.yaml'))
+    assert loaded.table_texture == scene.table_texture
+    assert loaded.to_dict() == scene.to_dict()
+
+
+def test_textured_table_renders_differ_and_none_is_flat():
+    flat = _render(_top_scene())
+    assert flat.std() > 5                                            # it sees the table
+    images = {}
+    for kind in ('checker', 'noise', 'stripes'):
+        scene = _top_scene(TableTexture(kind, [0.15, 0.1, 0.05], 0.04))
+        images[kind] = _render(scene)
+        assert np.abs(images[kind].astype(int) - flat).mean() > 3, kind
+        np.testing.assert_array_equal(images[kind], _render(scene))   # deterministic (noise too)
+    assert not np.array_equal(images['checker'], images['stripes'])
+    none = _top_scene(TableTexture('none', [0.15, 0.1, 0.05], 0.04))
+    np.testing.assert_array_equal(_render(none), flat)             # 'none' is the flat table
+
+
+@pytest.mark.parametrize('texture,message', [
+    ({'kind': 'plaid'}, 'plaid'),
+    ({'color2': [0.1, 0.2, 0.3]}, "missing key 'kind'"),
+    ({'kind': 'checker', 'color2': [0.1, 0.2]}, 'color2'),
+    ({'kind': 'checker', 'color2': [0.1, 0.2, 1.5]}, 'color2'),
+    ({'kind': 'checker', 'scale': 0}, 'scale'),
+    ({'kind': 'checker', 'scale': 'big'}, 'scale'),
+    ({'kind': 'checker', 'colour2': [0.1, 0.2, 0.3]}, 'unknown keys'),
+    ('checker', 'expected a mapping'),
+])
+def test_bad_table_texture_is_named(texture, message):
+    data = _scene().to_dict()
+    data['table']['texture'] = texture
+    with pytest.raises(SceneError, match=message):
+        TwinScene.from_dict(data, 'scene.yaml')

@@ -108,3 +108,55 @@ def test_bad_inputs_give_clear_errors(cfg):
     with pytest.raises(GenerationConfigError, match='regions.wide'):
         GenerationConfig.from_dict({'tasks': {'t': {'regions': {'id': {'x': [0, 1],
                                                                        'y': [0, 1]}}}}})
+
+
+def _textured(cfg, **table_texture):
+    """cfg with randomise.table_texture replaced (other randomisation as configured)."""
+    rcfg = {**cfg.randomise, 'table_texture': {**cfg.randomise['table_texture'],
+                                               **table_texture}}
+    return cfg.with_overrides(randomise=rcfg)
+
+
+def test_table_texture_is_seeded_recorded_and_varies(cfg):
+    base = base_scene('move_card')
+    on = _textured(cfg, enabled=True)
+    a = randomise(base, 'move_card', on, 5)
+    assert a.params == randomise(base, 'move_card', on, 5).params      # same seed, same draw
+    tcfg = on.randomise['table_texture']
+    draws = [randomise(base, 'move_card', on, episode_seed(1, 'move_card', i)) for i in range(40)]
+    kinds = {r.params['table_texture']['kind'] for r in draws}
+    assert kinds == set(tcfg['kinds'])                                  # every kind comes up
+    textured = [r for r in draws if r.params['table_texture']['kind'] != 'none']
+    assert len({r.params['table_texture']['scale'] for r in textured}) == len(textured)
+    for r in textured:
+        t = r.scene.table_texture
+        assert r.params['table_texture'] == t.to_dict()                 # metadata = scene
+        assert tcfg['scale'][0] <= t.scale <= tcfg['scale'][1]
+        gap = np.abs(np.subtract(t.color2, r.scene.table_color)).max()
+        assert gap >= tcfg['color2_contrast'][0] - tcfg['color2_jitter'] - 1e-9 or \
+            min(t.color2) == 0.0 or max(t.color2) == 1.0                # unless clipped
+    for r in draws:
+        if r.params['table_texture']['kind'] == 'none':
+            assert r.scene.table_texture is None                        # renders flat
+
+
+def test_table_texture_switch_leaves_the_other_draws_alone(cfg):
+    base = base_scene('stack_blocks')
+    on = randomise(base, 'stack_blocks', _textured(cfg, enabled=True), 9)
+    off = randomise(base, 'stack_blocks', _textured(cfg, enabled=False), 9)
+    assert off.scene.table_texture is None and off.params['table_texture'] == {'kind': 'none'}
+    strip = ('table_texture',)
+    assert {k: v for k, v in on.params.items() if k not in strip} == \
+        {k: v for k, v in off.params.items() if k not in strip}
+    only = randomise(base, 'stack_blocks', _textured(cfg, kinds=['checker']), 9)
+    assert only.scene.table_texture.kind == 'checker'
+
+
+def test_bad_table_texture_config_is_named(cfg):
+    base = base_scene('shake_bottle')
+    for bad, message in (({'kinds': ['plaid']}, 'plaid'),
+                         ({'kinds': {'checker': 0}}, 'weights'),
+                         ({'scale': [0.0, 0.1]}, 'scale'),
+                         ({'color2_contrast': [0.4]}, 'color2_contrast')):
+        with pytest.raises(RandomiseError, match=message):
+            randomise(base, 'shake_bottle', _textured(cfg, enabled=True, **bad), 0)

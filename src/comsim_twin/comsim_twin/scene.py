@@ -18,6 +18,8 @@ import yaml
 FORMAT = 'comsim-twin-scene/1'
 SHAPES = ('box', 'cylinder', 'bottle')
 MARKER_SHAPES = ('rect',)
+TEXTURE_KINDS = ('none', 'checker', 'noise', 'stripes')
+TEXTURE_KEYS = ('kind', 'color2', 'scale')
 
 
 class SceneError(ValueError):
@@ -99,6 +101,56 @@ def parse_marker(name: str, m: object, source: str = '<dict>') -> TwinMarker:
 
 
 @dataclass
+class TableTexture:
+    """A procedural pattern on the table top (domain randomisation): the table colour and
+    color2, in cells of `scale` metres (checker square, stripe width, noise speck). Kind 'none'
+    renders the flat table colour, exactly as a scene without a texture."""
+    kind: str = 'none'
+    color2: list[float] = field(default_factory=lambda: [0.3, 0.25, 0.2])   # RGB in [0, 1]
+    scale: float = 0.05
+
+    def to_dict(self) -> dict:
+        return {'kind': self.kind, 'color2': [float(v) for v in self.color2],
+                'scale': float(self.scale)}
+
+    def check(self, where: str = 'table.texture') -> 'TableTexture':
+        """Raise SceneError naming the bad field; scenes built in code get the same checks as
+        loaded ones."""
+        if self.kind not in TEXTURE_KINDS:
+            raise SceneError(f'{where}.kind {self.kind!r} not in {TEXTURE_KINDS}')
+        try:
+            color2 = [float(v) for v in self.color2]
+            scale = float(self.scale)
+        except (TypeError, ValueError):
+            raise SceneError(f'{where}: color2 and scale must be numbers (got color2 '
+                             f'{self.color2!r}, scale {self.scale!r})') from None
+        if len(color2) != 3 or not all(0.0 <= v <= 1.0 for v in color2):
+            raise SceneError(f'{where}.color2 needs [r, g, b] in [0, 1], got {color2}')
+        if not (np.isfinite(scale) and scale > 0):
+            raise SceneError(f'{where}.scale must be a positive length in metres, got {scale}')
+        self.color2, self.scale = color2, scale
+        return self
+
+
+def parse_table_texture(t: object, source: str = '<dict>') -> TableTexture:
+    """A TableTexture from its YAML mapping; unknown keys are errors so a typo is not
+    silently rendered flat."""
+    where = f'{source}: table.texture'
+    if not isinstance(t, dict):
+        raise SceneError(f'{where}: expected a mapping with keys {TEXTURE_KEYS}')
+    unknown = sorted(set(map(str, t)) - set(TEXTURE_KEYS))
+    if unknown:
+        raise SceneError(f'{where}: unknown keys {unknown}; known: {TEXTURE_KEYS}')
+    if 'kind' not in t:
+        raise SceneError(f"{where}: missing key 'kind' (one of {TEXTURE_KINDS})")
+    default = TableTexture()
+    color2 = t.get('color2', default.color2)
+    if not isinstance(color2, (list, tuple)):
+        raise SceneError(f'{where}.color2 needs [r, g, b] in [0, 1], got {color2!r}')
+    return TableTexture(t['kind'], list(color2), t.get('scale', default.scale)).check(where)
+
+
+@dataclass
 class TwinScene:
     robot_model: str = ''                          # '' = the ComSim arm
     table_size: list[float] = field(default_factory=lambda: [0.6, 0.8])  # half-extents x, y
@@ -110,12 +162,15 @@ class TwinScene:
     task: str = ''
     markers: dict[str, TwinMarker] = field(default_factory=dict)   # visual-only table marks
     provenance: dict = field(default_factory=dict)  # where each part came from
+    table_texture: TableTexture | None = None       # None: flat table colour
 
     # -- YAML ---------------------------------------------------------------------------------
     def to_dict(self) -> dict:
         return {'format': FORMAT, 'task': self.task, 'robot_model': self.robot_model,
                 'table': {'size': list(self.table_size), 'center': list(self.table_center),
-                          'color': list(self.table_color)},
+                          'color': list(self.table_color),
+                          **({'texture': self.table_texture.to_dict()}
+                             if self.table_texture is not None else {})},
                 'background_color': list(self.background_color),
                 'cameras': {n: c.to_dict() for n, c in self.cameras.items()},
                 'objects': {n: {k: v for k, v in asdict(o).items() if k != 'name'}
@@ -169,6 +224,8 @@ class TwinScene:
         clash = sorted(set(markers) & set(objects))
         if clash:
             raise SceneError(f'{source}: names {clash} are both objects and markers')
+        texture = (parse_table_texture(table['texture'], source)
+                   if table.get('texture') is not None else None)
         return cls(robot_model=data.get('robot_model', ''),
                    table_size=[float(x) for x in need(table, 'size', 'table.')],
                    table_center=[float(x) for x in table.get('center', [0.4, 0.0])],
@@ -176,7 +233,8 @@ class TwinScene:
                    background_color=[float(x) for x in data.get('background_color',
                                                                  [0.2, 0.2, 0.2])],
                    cameras=cameras, objects=objects, task=data.get('task', ''),
-                   markers=markers, provenance=data.get('provenance') or {})
+                   markers=markers, provenance=data.get('provenance') or {},
+                   table_texture=texture)
 
     @classmethod
     def load(cls, path: str | Path) -> 'TwinScene':

@@ -2,7 +2,9 @@
 objects, cameras.
 
 Flat colours and shadowless lights: the twin renders what the lab's geometry implies, fast;
-appearance gaps are the neural simulator's job. Knows nothing about the bench lab.
+appearance gaps are the neural simulator's job. The one exception is an optional procedural
+table texture (domain randomisation); without it the table stays a flat colour. Knows nothing
+about the bench lab.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import mujoco
 import numpy as np
 
 from comsim_teleop.camera import Lens, configure_camera
-from comsim_twin.scene import TwinMarker, TwinObject, TwinScene
+from comsim_twin.scene import TableTexture, TwinMarker, TwinObject, TwinScene
 
 ROBOT_PREFIX = 'robot/'
 TIMESTEP = 0.002
@@ -22,6 +24,8 @@ NECK_FRACTION = (0.4, 0.3)        # bottle neck radius, half-height as fractions
 _ACTUATOR_GAINS = (900.0, 45.0)   # kp, kv for joints the robot model leaves unactuated
 MARKER_HALF_THICKNESS = 0.0004    # tape on the table: thick enough not to z-fight the top
 MARKER_GROUP = 1                  # visual geom group (as the lab draws its marks)
+TEXTURE_TEXELS = 64               # texture side; noise repeats every TEXTURE_TEXELS cells
+NOISE_FRACTION = 0.35             # share of noise specks drawn in color2
 
 
 @dataclass
@@ -104,6 +108,52 @@ def _add_marker(spec: mujoco.MjSpec, marker: TwinMarker) -> None:
     geom.mass = 0.0
 
 
+def _stripes(texture: TableTexture, color) -> bytes:
+    """RGB texels: two stripes (table colour, color2) across the texture's width."""
+    half = TEXTURE_TEXELS // 2
+    row = np.empty((TEXTURE_TEXELS, 3), np.uint8)
+    row[:half] = np.round(np.clip(color, 0, 1) * 255)
+    row[half:] = np.round(np.clip(texture.color2, 0, 1) * 255)
+    return np.tile(row, (TEXTURE_TEXELS, 1, 1)).tobytes()
+
+
+def _texture_table(spec: mujoco.MjSpec, table, color, texture: TableTexture) -> None:
+    """Give the table a material with a procedural 2D texture; `scale` metres per cell.
+
+    texuniform makes texrepeat count repeats per metre, so the pattern's size on the table
+    does not depend on the table's size. Geom and material stay white: the texture carries
+    both colours (MuJoCo multiplies texture by rgba).
+    """
+    tex = spec.add_texture()
+    tex.name = 'table_texture'
+    tex.type = mujoco.mjtTexture.mjTEXTURE_2D
+    tex.width = tex.height = TEXTURE_TEXELS
+    tex.rgb1 = [float(v) for v in color]
+    tex.rgb2 = [float(v) for v in texture.color2]
+    if texture.kind == 'checker':          # 2 x 2 squares per texture
+        tex.builtin = mujoco.mjtBuiltin.mjBUILTIN_CHECKER
+        cells = 2
+    elif texture.kind == 'noise':          # one speck per texel
+        tex.builtin = mujoco.mjtBuiltin.mjBUILTIN_FLAT
+        tex.mark = mujoco.mjtMark.mjMARK_RANDOM
+        tex.random = NOISE_FRACTION
+        tex.markrgb = [float(v) for v in texture.color2]
+        cells = TEXTURE_TEXELS
+    else:                                  # stripes: 2 per texture, MuJoCo has no builtin
+        tex.nchannel = 3
+        tex.data = _stripes(texture, color)
+        cells = 2
+    mat = spec.add_material()
+    mat.name = 'table_material'
+    mat.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = tex.name
+    mat.texuniform = True
+    repeat = 1.0 / (cells * float(texture.scale))
+    mat.texrepeat = [repeat, repeat]
+    mat.rgba = [1.0, 1.0, 1.0, 1.0]
+    table.material = mat.name
+    table.rgba = [1.0, 1.0, 1.0, 1.0]
+
+
 def _add_missing_actuators(spec: mujoco.MjSpec, joints: list[str]) -> None:
     """Position actuators (like the project arm's) for arm joints a user model leaves bare."""
     actuated = {a.target for a in spec.actuators}
@@ -139,6 +189,9 @@ def compose(scene: TwinScene, robot_path: str, actuated_joints: list[str],
                  -TABLE_HALF_THICKNESS]
     table.rgba = _rgba(scene.table_color)
     table.friction = [0.6, 0.005, 0.0001]
+    texture = scene.table_texture
+    if texture is not None and texture.check().kind != 'none':   # 'none': flat, as absent
+        _texture_table(spec, table, scene.table_color, texture)
     floor = spec.worldbody.add_geom()
     floor.name = 'floor'
     floor.type = mujoco.mjtGeom.mjGEOM_PLANE

@@ -13,7 +13,14 @@ from typing import Any
 import numpy as np
 
 from comsim_twin.generation.config import GenerationConfig
-from comsim_twin.scene import TwinMarker, TwinObject, TwinScene
+from comsim_twin.scene import (
+    TEXTURE_KINDS,
+    SceneError,
+    TableTexture,
+    TwinMarker,
+    TwinObject,
+    TwinScene,
+)
 
 TASK_OBJECTS = {'stack_blocks': ('block_top', 'block_bottom'), 'move_card': ('card',),
                 'shake_bottle': ('bottle',)}
@@ -172,6 +179,58 @@ def _zone_marker(target: dict, base_zone: TwinMarker | None, tcfg: dict) -> Twin
                       float(target.get('zone_yaw', 0.0)))
 
 
+def _kind_weights(kinds, where: str) -> tuple[list[str], np.ndarray]:
+    """Kinds and their probabilities from a list (uniform) or a {kind: weight} mapping."""
+    if isinstance(kinds, dict):
+        names, weights = [str(k) for k in kinds], list(kinds.values())
+    elif isinstance(kinds, (list, tuple)) and kinds:
+        names, weights = [str(k) for k in kinds], [1.0] * len(kinds)
+    else:
+        raise RandomiseError(f'{where}.kinds needs a list of kinds or {{kind: weight}}, '
+                             f'got {kinds!r}')
+    bad = [k for k in names if k not in TEXTURE_KINDS]
+    if bad:
+        raise RandomiseError(f'{where}.kinds {bad} not in {TEXTURE_KINDS}')
+    try:
+        w = np.array([float(v) for v in weights])
+    except (TypeError, ValueError):
+        raise RandomiseError(f'{where}.kinds weights must be numbers, got {weights}') from None
+    if np.any(w < 0) or not w.sum() > 0:
+        raise RandomiseError(f'{where}.kinds weights must be >= 0 and not all 0, got {weights}')
+    return names, w / w.sum()
+
+
+def _range(tcfg: dict, key: str, default, where: str) -> tuple[float, float]:
+    value = tcfg.get(key, default)
+    try:
+        lo, hi = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise RandomiseError(f'{where}.{key} needs [lo, hi], got {value!r}') from None
+    if not 0 <= lo <= hi:
+        raise RandomiseError(f'{where}.{key} needs 0 <= lo <= hi, got {value!r}')
+    return lo, hi
+
+
+def _table_texture(rng, tcfg: dict, table_color) -> TableTexture:
+    """Draw the table's pattern: kind, second colour (the table colour shifted lighter or
+    darker by a drawn contrast, plus a little per-channel jitter) and cell size."""
+    where = 'randomise.table_texture'
+    kinds, p = _kind_weights(tcfg.get('kinds', list(TEXTURE_KINDS)), where)
+    kind = kinds[int(rng.choice(len(kinds), p=p))]
+    clo, chi = _range(tcfg, 'color2_contrast', [0.15, 0.4], where)
+    slo, shi = _range(tcfg, 'scale', [0.02, 0.1], where)
+    if slo <= 0:
+        raise RandomiseError(f'{where}.scale must be > 0 m, got {tcfg.get("scale")!r}')
+    contrast = float(rng.uniform(clo, chi)) * (1.0 if rng.random() < 0.5 else -1.0)
+    color2 = _jitter_color(rng, np.asarray(table_color, float)[:3] + contrast,
+                           float(tcfg.get('color2_jitter', 0.05)))
+    texture = TableTexture(kind, color2, float(rng.uniform(slo, shi)))
+    try:
+        return texture.check(where)
+    except SceneError as exc:
+        raise RandomiseError(str(exc)) from None
+
+
 def randomise(base: TwinScene, task: str, cfg: GenerationConfig, seed: int,
               region: str | None = None) -> Randomised:
     """Draw one episode's scene from the base scene (same seed -> same scene)."""
@@ -230,13 +289,20 @@ def randomise(base: TwinScene, task: str, cfg: GenerationConfig, seed: int,
         T[:3, 3] = T[:3, 3] + dp
         cam.T_base_camera = T
         cam_params[name] = {'position_offset': dp.tolist(), 'rotation_offset': dr.tolist()}
+    tex_cfg = rcfg.get('table_texture') or {}
+    if tex_cfg.get('enabled', False):       # drawn last: the draws above do not move
+        texture = _table_texture(rng, tex_cfg, scene.table_color)
+        scene.table_texture = texture if texture.kind != 'none' else None
+    texture_params = ({'kind': 'none'} if scene.table_texture is None
+                      else scene.table_texture.to_dict())
     scene.provenance = {**base.provenance, 'generation': {'seed': int(seed), 'region': region}}
     params = {
         'region': region, 'region_bounds': reg, 'size_scale': scale,
         'objects': {n: {'shape': o.shape, 'size': o.size, 'color': o.color, 'pos': o.pos,
                         'quat': o.quat} for n, o in scene.objects.items()},
         'distractors': sorted(n for n in scene.objects if n.startswith(DISTRACTOR_PREFIX)),
-        'table_color': scene.table_color, 'background_color': scene.background_color,
+        'table_color': scene.table_color, 'table_texture': texture_params,
+        'background_color': scene.background_color,
         'light_scale': light, 'cameras': cam_params, 'target': target,
         'markers': {n: m.to_dict() for n, m in scene.markers.items()}}
     return Randomised(scene, target, params, light)
