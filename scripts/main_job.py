@@ -214,12 +214,10 @@ def main(argv=None) -> int:
         _write(out, sections)
     if not args.skip_policy:
         from comsim_policy.pipeline import policy_stage
-        t1 = time.monotonic()
         text = policy_stage(out / 'policy_stage', episodes, pseudo_real,
                             log=lambda m: print(f'[policy] {m}', flush=True),
                             rollouts_per_task=args.rollouts_per_task)
-        sections.append(_relink(text, out / 'policy_stage', out)
-                        + f'\n\nStage wall time {time.monotonic() - t1:.0f} s.')
+        sections.append(_relink(text, out / 'policy_stage', out))
         _write(out, sections)
     sections += ['', f'Total wall time: {time.monotonic() - t0:.0f} s.', '']
     print(f'report: {_write(out, sections)}')
