@@ -20,7 +20,6 @@ from concurrent.futures import Future
 
 import numpy as np
 import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
@@ -46,6 +45,7 @@ from comsim_teleop.nodes.ros_io import (
     to_time_msg,
     trajectory_points,
 )
+from comsim_teleop.nodes.run import run_node
 from comsim_teleop.paths import resolve_config_path
 
 DEFAULTS = {
@@ -287,21 +287,7 @@ class BenchLabNode(Node):
 
 
 def main(args=None):
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = BenchLabNode()
-        executor = MultiThreadedExecutor(num_threads=2)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.close()
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    return run_node(BenchLabNode, args, threads=2)
 
 
 if __name__ == '__main__':

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import Image
 
 from comsim_neural_sim.translate.episode import read_sim_episode, translate_frames
 from comsim_teleop.nodes.params import declare_parameters
 from comsim_teleop.nodes.ros_io import IMAGE_QOS, image_msg
+from comsim_teleop.nodes.run import run_node
 from comsim_teleop.paths import resolve_config_path
 
 DEFAULTS = {
@@ -88,18 +87,7 @@ class TranslateNode(Node):
 
 
 def main(args=None):
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = TranslateNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    return run_node(TranslateNode, args)
 
 
 if __name__ == '__main__':

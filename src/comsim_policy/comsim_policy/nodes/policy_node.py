@@ -23,10 +23,8 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray, String
@@ -46,6 +44,7 @@ from comsim_teleop.nodes.ros_io import (
     time_to_sec,
     trajectory_msg,
 )
+from comsim_teleop.nodes.run import NodeStartupError, run_node
 from comsim_teleop.robot.model import RobotModel
 
 DEFAULTS = {
@@ -67,7 +66,7 @@ DEFAULTS = {
 }
 
 
-class PolicyStartupError(RuntimeError):
+class PolicyStartupError(NodeStartupError):
     """The node cannot run this checkpoint on this robot (mismatch, missing topics)."""
 
 
@@ -429,26 +428,7 @@ def main(args=None):
     from comsim_policy.inference import limit_cpu_threads  # noqa: PLC0415
 
     limit_cpu_threads()
-    rclpy.init(args=args)
-    node = None
-    code = 0
-    try:
-        node = PolicyNode()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except PolicyStartupError as exc:
-        print(f'policy: {exc}', file=sys.stderr, flush=True)
-        code = 2
-    finally:
-        if node is not None:
-            node.close()
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return code
+    return run_node(PolicyNode, args)
 
 
 if __name__ == '__main__':

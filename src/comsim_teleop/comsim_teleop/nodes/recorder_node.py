@@ -14,9 +14,7 @@ import sys
 import threading
 from dataclasses import asdict
 
-import rclpy
 import yaml
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo
@@ -25,6 +23,7 @@ from std_srvs.srv import Trigger
 
 from comsim_teleop.nodes.params import declare_parameters
 from comsim_teleop.nodes.ros_io import LATCHED_QOS
+from comsim_teleop.nodes.run import run_node
 from comsim_teleop.paths import resolve_config_path
 from comsim_teleop.recording import EpisodeRecorder, RecorderError, TopicSpec
 
@@ -203,21 +202,7 @@ class RecorderNode(Node):
 
 
 def main(args=None):
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = RecorderNode()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.close()
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    return run_node(RecorderNode, args)
 
 
 if __name__ == '__main__':

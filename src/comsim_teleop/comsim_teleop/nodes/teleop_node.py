@@ -15,7 +15,6 @@ import threading
 import numpy as np
 import rclpy
 from geometry_msgs.msg import Twist
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import JointState, Joy
 from std_msgs.msg import Float64MultiArray, String
@@ -25,6 +24,7 @@ from trajectory_msgs.msg import JointTrajectory
 from comsim_teleop.control.limits import CommandShaper
 from comsim_teleop.nodes.params import declare_parameters
 from comsim_teleop.nodes.ros_io import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS, trajectory_msg
+from comsim_teleop.nodes.run import run_node
 from comsim_teleop.robot.model import RobotModel
 from comsim_teleop.teleop.expert import ScriptedExpert
 from comsim_teleop.teleop.sources import (
@@ -214,18 +214,7 @@ class TeleopNode(Node):
 
 
 def main(args=None):
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = TeleopNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    return run_node(TeleopNode, args)
 
 
 if __name__ == '__main__':

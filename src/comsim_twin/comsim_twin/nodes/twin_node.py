@@ -9,15 +9,14 @@ MuJoCo GL context; the logic lives in ``comsim_twin.replay`` (no ROS there).
 """
 from __future__ import annotations
 
-import rclpy
 from builtin_interfaces.msg import Time
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image, JointState
 
 from comsim_teleop.episodes import Episode
 from comsim_teleop.nodes.params import declare_parameters
 from comsim_teleop.nodes.ros_io import IMAGE_QOS, SENSOR_QOS, camera_info_msg, image_msg
+from comsim_teleop.nodes.run import run_node
 from comsim_teleop.paths import resolve_config_path
 from comsim_twin.backends import make_backend
 from comsim_twin.replay.mirror import JointMirror
@@ -139,19 +138,7 @@ class TwinNode(Node):
 
 
 def main(args=None):
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = TwinNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.close()
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    return run_node(TwinNode, args)
 
 
 if __name__ == '__main__':
