@@ -139,3 +139,27 @@ def test_close_is_idempotent():
     twin.build(_scene())
     twin.close()
     twin.close()
+
+
+def test_building_the_same_scene_again_resets_it_without_recomposing():
+    """Replays of one scene reuse the model and renderers but start from the same state."""
+    scene = _scene()
+    twin = MujocoTwin()
+    try:
+        twin.build(scene)
+        model = twin.model
+        first = twin.render(twin.camera_names[0])
+        q0 = twin.joint_positions().copy()
+        twin.command_positions(q0 + 0.2)
+        twin.step(200)
+        assert not np.allclose(twin.joint_positions(), q0)
+        twin.build(scene)
+        assert twin.model is model                       # not recomposed
+        np.testing.assert_allclose(twin.joint_positions(), q0)
+        assert twin.time == 0.0
+        np.testing.assert_array_equal(twin.render(twin.camera_names[0]), first)
+        twin.close()
+        twin.build(scene)                                 # after close: composed anew
+        assert twin.model is not model
+    finally:
+        twin.close()

@@ -5,6 +5,8 @@ the calibrated camera's raw (distorted) view, the same code path the lab images 
 """
 from __future__ import annotations
 
+import json
+
 import mujoco
 import numpy as np
 
@@ -39,7 +41,14 @@ class MujocoTwin:
 
     # ------------------------------------------------------------------ world
     def build(self, scene: TwinScene) -> None:
+        """Compose the world; the same scene again only resets it (renderers are costly)."""
+        key = json.dumps(scene.to_dict(), sort_keys=True, default=str)
+        if self.model is not None and key == getattr(self, '_scene_key', None):
+            mujoco.mj_resetData(self.model, self.data)
+            self.set_joint_positions(self.robot.home)
+            return
         self.close()
+        self._scene_key = key
         robot = RobotModel.load(scene.robot_model or None)
         arm = [ROBOT_PREFIX + n for n in robot.arm_joint_names]
         grip = [ROBOT_PREFIX + n for n in robot.gripper_joint_names]
@@ -214,6 +223,7 @@ class MujocoTwin:
         for renderer in self._renderers.values():
             renderer.close()
         self._renderers.clear()
+        self._scene_key = None  # the next build composes anew
 
     def __enter__(self) -> 'MujocoTwin':
         return self

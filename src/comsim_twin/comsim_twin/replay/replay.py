@@ -17,6 +17,8 @@ as a paired episode (``paired.py``); the ROS node publishes the same events live
 from __future__ import annotations
 
 import platform
+import queue
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -239,6 +241,48 @@ class EpisodeReplay:
                                      self.backend.joint_positions())
 
 
+class _BackgroundCalls:
+    """Runs a writer's calls in one thread, in order, so bag I/O overlaps the next render.
+
+    The first error is re-raised on the next call or at `close()`; nothing is lost silently.
+    """
+
+    def __init__(self, depth: int = 32):
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name='paired-writer', daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if self._error is None:
+                fn, args = item
+                try:
+                    fn(*args)
+                except BaseException as exc:  # handed to the caller's thread
+                    self._error = exc
+
+    def __call__(self, fn, *args) -> None:
+        if self._error is not None:
+            raise self._error
+        self._queue.put((fn, args))
+
+    def close(self) -> None:
+        """Wait for every queued call; raise the first error."""
+        self.stop()
+        if self._error is not None:
+            raise self._error
+
+    def stop(self) -> None:
+        """Finish the queued calls and end the thread (never raises)."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+
 def paired_path(out_dir: str | Path, episode_path: str | Path, mode: str) -> Path:
     """Where ``replay_episode`` puts the paired episode of ``episode_path``."""
     return Path(out_dir) / f'{Path(episode_path).resolve().name}_{mode}'
@@ -261,18 +305,22 @@ def replay_episode(episode_path: str | Path, scene: TwinScene, backend: Any,
         replay = EpisodeReplay(episode, scene, backend, mode, joint_topic, command_topic)
         writer = PairedEpisodeWriter(out, list(replay.cameras), joint_topic,
                                      replay.command_topic, replay.command_msgtype)
+        background = _BackgroundCalls()
         try:
             for ev in replay.events():
                 if ev.kind == 'image':
-                    writer.write_real_image(ev.camera, ev.raw, ev.log_ns)
-                    writer.write_sim_image(ev.camera, ev.sim_image, ev.stamp_ns, ev.log_ns)
+                    background(writer.write_real_image, ev.camera, ev.raw, ev.log_ns)
+                    background(writer.write_sim_image, ev.camera, ev.sim_image, ev.stamp_ns,
+                               ev.log_ns)
                 elif ev.kind == 'joints':
-                    writer.write_raw(ev.topic, ev.raw, ev.log_ns)
-                    writer.write_sim_joint_state(replay.joint_names, ev.sim_q, ev.stamp_ns,
-                                                 ev.log_ns)
+                    background(writer.write_raw, ev.topic, ev.raw, ev.log_ns)
+                    background(writer.write_sim_joint_state, replay.joint_names,
+                               np.array(ev.sim_q), ev.stamp_ns, ev.log_ns)
                 else:
-                    writer.write_raw(ev.topic, ev.raw, ev.log_ns)
+                    background(writer.write_raw, ev.topic, ev.raw, ev.log_ns)
+            background.close()
         except BaseException:
+            background.stop()
             writer.abort()
             raise
         wall = time.perf_counter() - wall0
