@@ -26,19 +26,5 @@ ARGUMENTS = {'bench_lab': 'true', 'unattended': 'false'}
 
 
 def generate_launch_description():
-    from launch.actions import DeclareLaunchArgument
-    from launch.conditions import IfCondition
-    from launch.substitutions import LaunchConfiguration
-    from launch_ros.actions import Node
-
-    from launch import LaunchDescription
-
-    actions = [DeclareLaunchArgument(k, default_value=v) for k, v in ARGUMENTS.items()]
-    for spec in NODES:
-        condition = spec.get('condition')
-        actions.append(Node(
-            package=spec['package'], executable=spec['executable'], name=spec['name'],
-            parameters=[str(CONFIG / p) for p in spec['params']], output='screen',
-            emulate_tty=True,
-            condition=IfCondition(LaunchConfiguration(condition)) if condition else None))
-    return LaunchDescription(actions)
+    from comsim_teleop.graph import launch_description
+    return launch_description(NODES, CONFIG, ARGUMENTS)

@@ -18,12 +18,5 @@ ARGUMENTS: dict[str, str] = {}
 
 
 def generate_launch_description():
-    from launch_ros.actions import Node
-
-    from launch import LaunchDescription
-
-    return LaunchDescription([
-        Node(package=spec['package'], executable=spec['executable'], name=spec['name'],
-             parameters=[str(CONFIG / p) for p in spec['params']], output='screen',
-             emulate_tty=True)
-        for spec in NODES])
+    from comsim_teleop.graph import launch_description
+    return launch_description(NODES, CONFIG, ARGUMENTS)

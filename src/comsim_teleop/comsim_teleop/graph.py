@@ -86,6 +86,27 @@ def graph_from_launch(path, arguments: dict[str, str] | None = None,
     return specs
 
 
+def launch_description(nodes: list[dict], config: Path, arguments: dict[str, str]):
+    """The `ros2 launch` form of a launch file's `NODES`: one launch_ros Node per entry, each
+    with its params files and an optional launch-argument condition. Imports `launch` here
+    because it exists only on ROS installs."""
+    from launch import LaunchDescription
+    from launch.actions import DeclareLaunchArgument
+    from launch.conditions import IfCondition
+    from launch.substitutions import LaunchConfiguration
+    from launch_ros.actions import Node
+
+    actions = [DeclareLaunchArgument(k, default_value=v) for k, v in arguments.items()]
+    for spec in nodes:
+        condition = spec.get('condition')
+        actions.append(Node(
+            package=spec['package'], executable=spec['executable'], name=spec['name'],
+            parameters=[str(Path(config) / p) for p in spec['params']], output='screen',
+            emulate_tty=True,
+            condition=IfCondition(LaunchConfiguration(condition)) if condition else None))
+    return LaunchDescription(actions)
+
+
 class Graph:
     """Child processes of one graph; a context manager that always stops them."""
 
