@@ -1,9 +1,6 @@
 """The twin node over DDS (separate process): bag replay and live mirror of /joint_states."""
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import yaml
@@ -11,7 +8,6 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from test_replay_support import record_episode
 
 from comsim_teleop.episodes import Episode
-from comsim_teleop.graph import find_executable
 from comsim_teleop.nodes.ros_io import IMAGE_QOS, SENSOR_QOS
 from comsim_twin.backends import make_backend
 from comsim_twin.metrics import psnr
@@ -28,30 +24,9 @@ def recorded(tmp_path_factory):
 
 
 @pytest.fixture
-def start_twin(tmp_path):
-    """Start the twin node (console script when installed, else ``python -m``)."""
-    procs = []
-
-    def start(params: dict):
-        pfile = tmp_path / 'twin.yaml'
-        pfile.write_text(yaml.safe_dump({'twin': {'ros__parameters': params}}))
-        exe = find_executable('comsim-twin')
-        cmd = [exe] if exe else [sys.executable, '-m', 'comsim_twin.nodes.twin_node']
-        log = open(tmp_path / 'twin.log', 'w')
-        proc = subprocess.Popen([*cmd, '--ros-args', '-r', '__node:=twin', '--params-file',
-                                 str(pfile)], stdout=log, stderr=subprocess.STDOUT)
-        proc.log_path = tmp_path / 'twin.log'
-        procs.append(proc)
-        return proc
-
-    yield start
-    for proc in procs:
-        if proc.poll() is None:
-            proc.send_signal(2)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+def start_twin(start_node):
+    """The installed `comsim-twin` console script, via the shared `start_node` fixture."""
+    return lambda params: start_node('comsim-twin', 'twin', params)
 
 
 def _listen(node, cam: str):
