@@ -30,6 +30,17 @@ def deserialize_tolerant(typestore: Typestore, raw: bytes | memoryview, msgtype:
     return msg
 
 
+def header_stamp_ns(raw: bytes | memoryview) -> int:
+    """The header stamp (ns) of a CDR message whose first field is a std_msgs/Header.
+
+    Reads 8 bytes instead of deserializing the message: replay needs only the stamp of each
+    recorded image, and a full decode copies every pixel."""
+    if len(raw) < 12 or bytes(raw[:2]) not in {b'\x00\x00', b'\x00\x01'}:
+        raise SerdeError('Invalid or unsupported CDR encapsulation (or no header stamp).')
+    sec, nanosec = struct.unpack_from('<iI' if raw[1] else '>iI', raw, 4)
+    return sec * 1_000_000_000 + nanosec
+
+
 def deserialize_prefix(typestore: Typestore, raw: bytes | memoryview,
                        msgtype: str) -> tuple[object, int]:
     """Deserialize a message from the start of ``raw``; returns it and the bytes it used."""

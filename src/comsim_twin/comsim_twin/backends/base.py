@@ -1,6 +1,7 @@
 """The one interface every twin backend implements (MuJoCo embedded, Isaac Sim on RTX GPUs)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -28,6 +29,11 @@ class TwinBackend(Protocol):
         qd matters when physics runs between placements: contacts with the objects the arm
         pushes see the arm's velocity, which a zero velocity would make look like a wall."""
 
+    def step_kinematic(self, q: np.ndarray, qd: np.ndarray) -> None:
+        """One physics step per row of q (n x joints): the arm placed at q[i] moving at qd[i]
+        for step i, objects under physics; set_joint_positions + step(1) per row, in one call
+        (a replay runs thousands of these per episode)."""
+
     def command_positions(self, q: np.ndarray) -> None:
         """Dynamic: position targets for the arm's actuators."""
 
@@ -43,6 +49,11 @@ class TwinBackend(Protocol):
         """HxWx3 uint8 RGB through the calibrated camera model (distortion included).
 
         distort=False: the ideal pinhole view of the same calibration (K, W x H)."""
+
+    def capture(self, camera: str, distort: bool = True) -> Callable[[], np.ndarray]:
+        """Fix what ``camera`` sees now; calling the result renders it, also after physics has
+        moved on (until the camera's next capture). Lets a replay step physics while it
+        renders; a backend without a cheap snapshot renders at once: ``lambda: image``."""
 
     def render_segmentation(self, camera: str, distort: bool = True) -> dict[str, np.ndarray]:
         """Boolean mask per object name (for alignment by render-and-compare)."""

@@ -182,6 +182,11 @@ class IsaacTwin:
             self._robot.set_joint_velocities(vel, joint_indices=np.array(idx))
             self._apply_targets(values, idx)
 
+    def step_kinematic(self, q: np.ndarray, qd: np.ndarray) -> None:
+        for qi, qdi in zip(np.atleast_2d(q), np.atleast_2d(qd)):
+            self.set_joint_positions(qi, qdi)
+            self.step(1)
+
     def _apply_targets(self, values: np.ndarray, idx: list[int]) -> None:
         from isaacsim.core.utils.types import ArticulationAction
         self._robot.apply_action(ArticulationAction(joint_positions=values,
@@ -232,6 +237,10 @@ class IsaacTwin:
         padded = np.asarray(self._cameras[camera].get_rgb(), dtype=np.uint8)[..., :3]
         lens = self._lenses[camera]
         return lens.distort(padded) if distort else lens.crop(padded).copy()
+
+    def capture(self, camera: str, distort: bool = True):
+        image = self.render(camera, distort)   # no cheap snapshot: render now
+        return lambda: image
 
     def render_segmentation(self, camera: str, distort: bool = True) -> dict[str, np.ndarray]:
         self._world.render()

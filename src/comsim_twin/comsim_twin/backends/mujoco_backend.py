@@ -6,6 +6,7 @@ the calibrated camera's raw (distorted) view, the same code path the lab images 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import mujoco
 import numpy as np
@@ -38,6 +39,7 @@ class MujocoTwin:
         self.scene: TwinScene | None = None
         self._twin: TwinModel | None = None
         self._renderers: dict[str, mujoco.Renderer] = {}
+        self._stale = False   # physics stepped since the last forward pass
 
     # ------------------------------------------------------------------ world
     def build(self, scene: TwinScene) -> None:
@@ -76,6 +78,7 @@ class MujocoTwin:
             self._obj[name] = (model.body(name).id, int(model.jnt_qposadr[jid]),
                                int(model.jnt_dofadr[jid]))
         self._geom_label = self._label_table()
+        self._camera_ids = {cam: model.camera(cam).id for cam in twin.lenses}
         for cam, lens in twin.lenses.items():
             self._renderers[cam] = mujoco.Renderer(model, height=lens.render_height,
                                                    width=lens.render_width)
@@ -124,6 +127,26 @@ class MujocoTwin:
         data.ctrl[self._act] = q[:len(self._act)]   # hold the pose when physics runs
         mujoco.mj_forward(model, data)
 
+    def step_kinematic(self, q: np.ndarray, qd: np.ndarray) -> None:
+        """See TwinBackend; mj_step computes the forward pass, so none is run per placement."""
+        model, data = self._need()
+        q = np.atleast_2d(np.asarray(q, dtype=float))
+        qd = np.atleast_2d(np.asarray(qd, dtype=float))
+        if q.shape != qd.shape or q.shape[1] != len(self.joint_names):
+            raise ValueError(f'need n x {len(self.joint_names)} positions and velocities '
+                             f'{self.joint_names}, got {q.shape} and {qd.shape}')
+        qadr, dadr, act = self._qadr, self._dadr, self._act
+        grip = list(zip(self._grip_qadr, self._grip_dadr))
+        for qi, qdi in zip(q, qd):
+            data.qpos[qadr] = qi[:-1]
+            data.qvel[dadr] = qdi[:-1]
+            for qa, da in grip:
+                data.qpos[qa] = qi[-1]
+                data.qvel[da] = qdi[-1]
+            data.ctrl[act] = qi[:len(act)]
+            mujoco.mj_step(model, data)
+        self._stale = True
+
     def command_positions(self, q: np.ndarray) -> None:
         _, data = self._need()
         q = self.robot.clamp(self._check_q(q))
@@ -133,6 +156,18 @@ class MujocoTwin:
         model, data = self._need()
         for _ in range(int(n)):
             mujoco.mj_step(model, data)
+        self._stale = True
+
+    def _forward(self) -> mujoco.MjData:
+        """Data with body poses computed for the current qpos.
+
+        mj_step leaves poses from before its integration; one forward pass before a render or a
+        pose read (not after every step) keeps them exact."""
+        model, data = self._need()
+        if self._stale:
+            mujoco.mj_forward(model, data)
+            self._stale = False
+        return data
 
     @property
     def time(self) -> float:
@@ -164,7 +199,7 @@ class MujocoTwin:
 
     def object_states(self) -> dict[str, dict]:
         """Pose and velocity of each object; velocities in the base (world) frame."""
-        _, data = self._need()
+        data = self._forward()
         out = {}
         for name, (bid, _, da) in self._obj.items():
             rot = data.xmat[bid].reshape(3, 3)
@@ -188,21 +223,33 @@ class MujocoTwin:
     def render_padded(self, camera: str) -> np.ndarray:
         """The padded ideal pinhole render (before lens distortion)."""
         renderer = self._renderer(camera)
-        renderer.update_scene(self.data, camera=camera)
+        renderer.update_scene(self._forward(), camera=self._camera_ids[camera])
         return renderer.render()
 
     def render(self, camera: str, distort: bool = True) -> np.ndarray:
         """HxWx3 uint8 RGB; distort=False gives the calibrated ideal pinhole view."""
-        padded = self.render_padded(camera)
+        return self.capture(camera, distort)()
+
+    def capture(self, camera: str, distort: bool = True) -> Callable[[], np.ndarray]:
+        """Snapshot what ``camera`` sees now; the returned call renders it (see TwinBackend).
+
+        The snapshot is the renderer's own scene, so a camera has one pending capture at most.
+        """
+        renderer = self._renderer(camera)
+        renderer.update_scene(self._forward(), camera=self._camera_ids[camera])
         lens = self._twin.lenses[camera]
-        return lens.distort(padded) if distort else lens.crop(padded).copy()
+
+        def finish() -> np.ndarray:
+            padded = renderer.render()
+            return lens.distort(padded) if distort else lens.crop(padded).copy()
+        return finish
 
     def render_labels(self, camera: str, distort: bool = True) -> np.ndarray:
         """HxW uint16: 1 + index into labelled_names per pixel, 0 where none is seen."""
         renderer = self._renderer(camera)
         renderer.enable_segmentation_rendering()
         try:
-            renderer.update_scene(self.data, camera=camera)
+            renderer.update_scene(self._forward(), camera=self._camera_ids[camera])
             seg = renderer.render()
         finally:
             renderer.disable_segmentation_rendering()

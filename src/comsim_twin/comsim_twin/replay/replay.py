@@ -3,9 +3,10 @@
 ``EpisodeReplay`` walks the recorded messages in log-time order and keeps the twin in step:
 
 * kinematic: at every physics step the arm is placed at the recorded joint positions (linear
-  interpolation between joint-state stamps), moving at that interpolation's velocity (the
-  finite difference of neighbouring samples), while the objects follow physics; without the
-  velocity the arm would look motionless to the contacts it pushes objects with;
+  interpolation between joint-state stamps, precomputed on the step grid: ``JointTrack``),
+  moving at that interpolation's velocity (the finite difference of neighbouring samples),
+  while the objects follow physics;
+  without the velocity the arm would look motionless to the contacts it pushes objects with;
 * dynamic: the recorded commands drive the arm's actuators through physics, with
   joint_trajectory_controller semantics (``TrajectoryFollower``), each applied when it was
   received (its log time).
@@ -17,8 +18,6 @@ as a paired episode (``paired.py``); the ROS node publishes the same events live
 from __future__ import annotations
 
 import platform
-import queue
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,10 +31,11 @@ from rosbags.typesys import Stores, get_typestore
 
 from comsim_teleop.control.trajectory import TrajectoryFollower, TrajectoryPoint
 from comsim_teleop.episodes import Episode, MissingTopicError
-from comsim_teleop.episodes.decode import deserialize_tolerant
+from comsim_teleop.episodes.decode import deserialize_tolerant, header_stamp_ns
 from comsim_teleop.episodes.images import stamp_ns
 from comsim_teleop.episodes.reader import FLOAT_ARRAY, IMAGE, TRAJECTORY
 from comsim_twin.replay.paired import PairedEpisodeWriter
+from comsim_twin.replay.threads import BackgroundCalls, run_ahead
 from comsim_twin.scene import TwinScene
 
 MODES = ('kinematic', 'dynamic')
@@ -65,27 +65,54 @@ class ReplayEvent:
     sim_q: np.ndarray | None = None
 
 
-def interpolate_clamped(t_src: np.ndarray, values: np.ndarray, t: int) -> np.ndarray:
-    """Linear interpolation of rows of ``values`` at ``t``, held at the first/last sample."""
-    if t <= t_src[0]:
-        return values[0].copy()
-    if t >= t_src[-1]:
-        return values[-1].copy()
-    hi = int(np.searchsorted(t_src, t, side='right'))
-    lo = hi - 1
-    w = (t - t_src[lo]) / (t_src[hi] - t_src[lo])
-    return (1.0 - w) * values[lo] + w * values[hi]
+class JointTrack:
+    """Recorded joint positions sampled on the twin's physics-step grid.
 
+    Row k of ``step_rows`` is the arm's pose and velocity at the end of physics step k (time
+    k * dt after the first sample): positions interpolated linearly between joint-state stamps
+    and held at the ends, velocity the slope of the segment holding that time (zero outside
+    the samples). Rows are computed in blocks, so a replay does no per-step interpolation.
+    """
 
-def slope_clamped(t_src: np.ndarray, values: np.ndarray, t: int) -> np.ndarray:
-    """Per-second slope of ``interpolate_clamped`` at ``t`` (zero outside the samples).
+    BLOCK = 4096   # steps per block: a few hundred KB, seconds of episode
 
-    The finite-difference velocity of the segment holding ``t``; ``t_src`` in ns."""
-    if t < t_src[0] or t >= t_src[-1] or len(t_src) < 2:
-        return np.zeros(values.shape[1:])
-    hi = int(np.searchsorted(t_src, t, side='right'))
-    lo = hi - 1
-    return (values[hi] - values[lo]) / ((t_src[hi] - t_src[lo]) * 1e-9)
+    def __init__(self, t_ns: np.ndarray, q: np.ndarray, dt_s: float) -> None:
+        self.t0_ns = int(t_ns[0])
+        self.t = (np.asarray(t_ns, dtype=np.int64) - self.t0_ns).astype(np.float64)
+        self.q = np.asarray(q, dtype=np.float64)
+        self.dt_ns = dt_s * 1e9
+        self._block = -1
+        self._pos = self._vel = np.zeros((0, self.q.shape[1]))
+
+    def at(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(positions, per-second velocities), each (len(t), joints), at ns since t0."""
+        t = np.atleast_1d(np.asarray(t, dtype=np.float64))
+        pos = np.stack([np.interp(t, self.t, col) for col in self.q.T], axis=1)
+        vel = np.zeros_like(pos)
+        inside = (t >= self.t[0]) & (t < self.t[-1])
+        if self.t.size >= 2 and inside.any():
+            hi = np.searchsorted(self.t, t[inside], side='right')
+            lo = hi - 1
+            vel[inside] = (self.q[hi] - self.q[lo]) / ((self.t[hi] - self.t[lo]) * 1e-9)[:, None]
+        return pos, vel
+
+    def step_rows(self, first: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Pose and velocity rows for steps first .. first + n - 1."""
+        pos, vel = [], []
+        k, end = first, first + n
+        while k < end:
+            block, off = divmod(k, self.BLOCK)
+            if block != self._block:
+                steps = np.arange(block * self.BLOCK, (block + 1) * self.BLOCK)
+                self._pos, self._vel = self.at(steps * self.dt_ns)
+                self._block = block
+            take = min(end - k, self.BLOCK - off)
+            pos.append(self._pos[off:off + take])
+            vel.append(self._vel[off:off + take])
+            k += take
+        if len(pos) == 1:
+            return pos[0], vel[0]
+        return np.concatenate(pos), np.concatenate(vel)
 
 
 def camera_topics(scene: TwinScene) -> dict[str, str]:
@@ -117,10 +144,11 @@ class EpisodeReplay:
         self.joint_names = list(backend.joint_names)
         self._check_joint_names('joint states on ' + joint_topic, js.names)
         order = [js.names.index(n) for n in self.joint_names]
-        self.t_ns, self.q = js.t_ns, js.position[:, order]
-        self.t0_ns = int(self.t_ns[0])
+        self.track = JointTrack(js.t_ns, js.position[:, order], backend.timestep)
+        self.t0_ns = self.track.t0_ns
         if self.command_topic and self.command_msgtype == TRAJECTORY:
-            names = episode.commands(self.command_topic).names or []
+            first = next(episode.messages(self.command_topic), None)   # one is enough
+            names = list(first[1].joint_names) if first else []
             self._check_joint_names('commands on ' + self.command_topic, names)
         self.max_lag_s = 0.0   # worst time by which a render/sample came after its stamp
         self.frames = 0
@@ -168,10 +196,28 @@ class EpisodeReplay:
 
     # ------------------------------------------------------------------ replay
     def events(self) -> Iterator[ReplayEvent]:
-        """Recorded messages in log-time order, each with the twin's output for it."""
+        """Recorded messages in log-time order, each with the twin's output for it.
+
+        Bag reading and physics run in a helper thread, one image ahead: at each image the
+        helper waits while this thread snapshots the scene (``backend.capture``), then steps on
+        to the next image while this thread renders (GL stays in the caller's thread).
+        """
+        for ev, release in run_ahead(self._recorded()):
+            if ev.kind != 'image':
+                yield ev
+                continue
+            try:
+                finish = self.backend.capture(ev.camera)
+            finally:
+                release()
+            ev.sim_image = finish()
+            yield ev
+
+    def _recorded(self) -> Iterator[tuple[ReplayEvent, bool]]:
+        """(event, is image) with the twin advanced to the event; images not yet rendered."""
         b = self.backend
-        self._time0 = b.time
-        q0 = self.q[0]
+        self._steps = 0
+        q0 = self.track.q[0]
         b.set_joint_positions(q0)
         b.command_positions(q0)
         self.follower = TrajectoryFollower(self.joint_names)
@@ -182,48 +228,57 @@ class EpisodeReplay:
         with AnyReader([self.episode.path], default_typestore=get_typestore(self.distro)) as reader:
             conns = [c for c in reader.connections if c.topic in topics]
             for conn, log_ns, raw in reader.messages(connections=conns):
-                msg = deserialize_tolerant(reader.typestore, raw, conn.msgtype)
-                header = getattr(msg, 'header', None)
-                stamp = (stamp_ns(header) if header is not None else 0) or log_ns
                 raw = bytes(raw)
-                if conn.topic in cams_by_topic:
-                    cam = cams_by_topic[conn.topic]
+                if conn.topic in cams_by_topic:   # pixels pass through: read the stamp only
+                    stamp = self._stamp(raw, log_ns)
                     self._advance_to(stamp)
                     self.frames += 1
-                    yield ReplayEvent('image', conn.topic, raw, log_ns, stamp, cam,
-                                      sim_image=b.render(cam))
+                    yield ReplayEvent('image', conn.topic, raw, log_ns, stamp,
+                                      cams_by_topic[conn.topic]), True
                 elif conn.topic == self.joint_topic:
+                    stamp = self._stamp(raw, log_ns)
                     self._advance_to(stamp)
                     yield ReplayEvent('joints', conn.topic, raw, log_ns, stamp,
-                                      sim_q=b.joint_positions())
+                                      sim_q=b.joint_positions()), False
                 else:
+                    msg = deserialize_tolerant(reader.typestore, raw, conn.msgtype)
+                    header = getattr(msg, 'header', None)
+                    stamp = (stamp_ns(header) if header is not None else 0) or log_ns
                     self._advance_to(log_ns)   # a command acts when it was received
                     if self.mode == 'dynamic':
                         self._apply_command(msg, conn.msgtype, header)
-                    yield ReplayEvent('command', conn.topic, raw, log_ns, stamp)
+                    yield ReplayEvent('command', conn.topic, raw, log_ns, stamp), False
+
+    @staticmethod
+    def _stamp(raw: bytes, log_ns: int) -> int:
+        """Header stamp of a recorded image or joint state; its log time where unstamped."""
+        return header_stamp_ns(raw) or log_ns
 
     def _rel(self, t_ns: int) -> float:
         return (t_ns - self.t0_ns) / 1e9
 
     def _now_ns(self) -> int:
-        return self.t0_ns + int(round((self.backend.time - self._time0) * 1e9))
+        """The twin's clock on the episode's time base: steps taken since the first sample."""
+        return self.t0_ns + int(round(self._steps * self.backend.timestep * 1e9))
 
     def _advance_to(self, t_ns: int) -> None:
         """Step physics until the twin's clock is within half a step of ``t_ns``."""
         b = self.backend
         dt_ns = b.timestep * 1e9
-        while self._now_ns() + 0.5 * dt_ns < t_ns:
-            t_next = self._now_ns() + dt_ns
+        while (now := self._now_ns()) + 0.5 * dt_ns < t_ns:
+            n = max(1, int(np.ceil((t_ns - now - 0.5 * dt_ns) / dt_ns)))
             if self.mode == 'kinematic':
-                q = interpolate_clamped(self.t_ns, self.q, t_next)
-                qd = slope_clamped(self.t_ns, self.q, t_next) if self.use_velocity else None
-                b.set_joint_positions(q, qd)
-                b.command_positions(q)
-            else:
+                # n steps in one call: the arm's recorded pose and velocity at each step's end.
+                q, qd = self.track.step_rows(self._steps + 1, n)
+                b.step_kinematic(q, qd if self.use_velocity else np.zeros_like(qd))
+                self._steps += n
+                continue
+            for _ in range(n):
                 target = self.follower.target(self._rel(self._now_ns()))
                 if target is not None:
                     b.command_positions(target)
-            b.step(1)
+                b.step(1)
+                self._steps += 1
         self.max_lag_s = max(self.max_lag_s, (self._now_ns() - t_ns) / 1e9)
 
     def _apply_command(self, msg: Any, msgtype: str, header: Any) -> None:
@@ -239,48 +294,6 @@ class EpisodeReplay:
         start_rel = 0.0 if start == 0 else max(self._rel(start), 1e-9)
         self.follower.set_trajectory(list(msg.joint_names), points, start_rel, now,
                                      self.backend.joint_positions())
-
-
-class _BackgroundCalls:
-    """Runs a writer's calls in one thread, in order, so bag I/O overlaps the next render.
-
-    The first error is re-raised on the next call or at `close()`; nothing is lost silently.
-    """
-
-    def __init__(self, depth: int = 32):
-        self._queue: queue.Queue = queue.Queue(maxsize=depth)
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name='paired-writer', daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            if self._error is None:
-                fn, args = item
-                try:
-                    fn(*args)
-                except BaseException as exc:  # handed to the caller's thread
-                    self._error = exc
-
-    def __call__(self, fn, *args) -> None:
-        if self._error is not None:
-            raise self._error
-        self._queue.put((fn, args))
-
-    def close(self) -> None:
-        """Wait for every queued call; raise the first error."""
-        self.stop()
-        if self._error is not None:
-            raise self._error
-
-    def stop(self) -> None:
-        """Finish the queued calls and end the thread (never raises)."""
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
 
 
 def paired_path(out_dir: str | Path, episode_path: str | Path, mode: str) -> Path:
@@ -305,7 +318,7 @@ def replay_episode(episode_path: str | Path, scene: TwinScene, backend: Any,
         replay = EpisodeReplay(episode, scene, backend, mode, joint_topic, command_topic)
         writer = PairedEpisodeWriter(out, list(replay.cameras), joint_topic,
                                      replay.command_topic, replay.command_msgtype)
-        background = _BackgroundCalls()
+        background = BackgroundCalls()
         try:
             for ev in replay.events():
                 if ev.kind == 'image':
