@@ -7,7 +7,11 @@ import pytest
 from conftest import TS, joint_state_raw
 from rosbags.serde import SerdeError
 
-from comsim_teleop.episodes.decode import deserialize_prefix, deserialize_tolerant
+from comsim_teleop.episodes.decode import (
+    deserialize_prefix,
+    deserialize_tolerant,
+    header_stamp_ns,
+)
 
 
 def test_rosbags_rejects_rclpy_joint_state_with_empty_velocity() -> None:
@@ -37,3 +41,20 @@ def test_tolerant_decode_still_rejects_truncation_and_plain_bytes_unchanged() ->
         deserialize_tolerant(TS, raw[:40], 'sensor_msgs/msg/JointState')
     ok = joint_state_raw(1, [0.5], rclpy_bytes=False)
     assert deserialize_tolerant(TS, ok, 'sensor_msgs/msg/JointState').position[0] == 0.5
+
+
+def test_header_stamp_read_from_bytes_matches_full_decode_both_endians() -> None:
+    from rclpy.serialization import serialize_message  # noqa: PLC0415
+    from sensor_msgs.msg import Image  # noqa: PLC0415
+
+    img = Image(height=2, width=3, encoding='rgb8', step=9, data=bytes(range(18)))
+    img.header.stamp.sec, img.header.stamp.nanosec = 1_700_000_123, 456_789_012
+    raw = serialize_message(img)   # rclpy's bytes: little-endian
+    assert header_stamp_ns(raw) == 1_700_000_123_456_789_012
+    msg = TS.deserialize_cdr(raw, 'sensor_msgs/msg/Image')
+    big = TS.serialize_cdr(msg, 'sensor_msgs/msg/Image', little_endian=False)
+    assert big[1] == 0 and header_stamp_ns(big) == 1_700_000_123_456_789_012
+    with pytest.raises(SerdeError):
+        header_stamp_ns(raw[:10])
+    with pytest.raises(SerdeError):
+        header_stamp_ns(b'\x07\x07' + bytes(raw[2:]))

@@ -163,3 +163,37 @@ def test_building_the_same_scene_again_resets_it_without_recomposing():
         assert twin.model is not model
     finally:
         twin.close()
+
+
+def test_capture_renders_the_moment_it_was_taken_not_later(twin):
+    home = twin.robot.home
+    moved = home + np.array([0.6, -0.3, 0.3, 0.5, -0.4, 0.6, 0.0])
+    twin.set_joint_positions(home)
+    expected = twin.render('cam')
+    pending = twin.capture('cam')
+    twin.set_joint_positions(moved)   # physics moves on before the render runs
+    twin.step(5)
+    np.testing.assert_array_equal(pending(), expected)
+    changed = np.abs(twin.render('cam').astype(int) - expected).max(axis=-1) > 30
+    assert changed.sum() > 100   # the arm did move in view
+
+
+def test_step_kinematic_matches_placing_and_stepping_one_by_one():
+    rng = np.random.default_rng(0)
+    a, b = make_backend('mujoco'), make_backend('mujoco')
+    try:
+        for t in (a, b):
+            t.build(_scene())
+        q = a.robot.home + np.cumsum(rng.normal(0, 0.002, (50, 7)), axis=0)
+        qd = rng.normal(0, 0.05, (50, 7))
+        a.step_kinematic(q, qd)
+        for qi, qdi in zip(q, qd):
+            b.set_joint_positions(qi, qdi)
+            b.step(1)
+        assert a.time == pytest.approx(b.time)
+        np.testing.assert_allclose(a.data.qpos, b.data.qpos, atol=1e-12)
+        with pytest.raises(ValueError, match='positions and velocities'):
+            a.step_kinematic(q[:, :3], qd[:, :3])
+    finally:
+        a.close()
+        b.close()
