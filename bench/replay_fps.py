@@ -53,7 +53,7 @@ def main(argv=None) -> int:
     ap.add_argument('--camera-hz', type=float, default=30.0)
     ap.add_argument('--joint-hz', type=float, default=200.0)
     ap.add_argument('--scale', type=float, default=1.0, help='camera size vs lab.yaml (320x240)')
-    ap.add_argument('--repeats', type=int, default=2)
+    ap.add_argument('--repeats', type=int, default=4)
     ap.add_argument('--json', type=Path, default=ROOT / 'bench' / 'results' / 'replay_fps.json')
     args = ap.parse_args(argv)
 
@@ -86,12 +86,17 @@ def main(argv=None) -> int:
                              'ratio_vs_mujoco_raw': frames / wall / raw['mujoco_raw'],
                              'ratio_vs_backend_render': frames / wall / raw['backend_render']})
             ratios = [x['ratio_vs_mujoco_raw'] for x in runs]
+            # Best of each side: on a shared machine a load spike only ever slows a run down,
+            # so the fastest replay over the fastest raw loop is the least noisy estimate.
+            best = (max(x['replay_fps'] for x in runs) / max(x['mujoco_raw'] for x in runs))
             result['modes'][mode] = {'frames': frames,
                                      'ratio_vs_mujoco_raw_median': float(np.median(ratios)),
+                                     'ratio_best_replay_over_best_raw': best,
                                      'ratio_vs_mujoco_raw_best': max(ratios), 'runs': runs}
     finally:
         backend.close()
     result['target_ratio'] = 0.8
+    result['load_average_at_end'] = os.getloadavg()
     result['command'] = shlex.join([sys.executable, *sys.argv])
     result['machine'] = {'platform': platform.platform(), 'cpus': os.cpu_count(),
                          'python': platform.python_version(), 'mujoco': mujoco.__version__,

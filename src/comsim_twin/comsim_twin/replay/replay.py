@@ -5,8 +5,11 @@
 * kinematic: at every physics step the arm is placed at the recorded joint positions (linear
   interpolation between joint-state stamps, precomputed on the step grid: ``JointTrack``),
   moving at that interpolation's velocity (the finite difference of neighbouring samples),
-  while the objects follow physics;
-  without the velocity the arm would look motionless to the contacts it pushes objects with;
+  while the objects follow physics; without the velocity the arm would look motionless to the
+  contacts it pushes objects with. The placed arm is infinitely stiff, so contacts differ from
+  the lab's compliant arm: a card pushed at a corner turns further (bench move_card, seed 0:
+  76 deg vs 43 deg in the lab, end 4.5 cm off). Arm poses are exact; for object motion prefer
+  dynamic;
 * dynamic: the recorded commands drive the arm's actuators through physics, with
   joint_trajectory_controller semantics (``TrajectoryFollower``), each applied when it was
   received (its log time).
@@ -68,8 +71,8 @@ class ReplayEvent:
 class JointTrack:
     """Recorded joint positions sampled on the twin's physics-step grid.
 
-    Row k of ``step_rows`` is the arm's pose and velocity at the end of physics step k (time
-    k * dt after the first sample): positions interpolated linearly between joint-state stamps
+    Row k of ``step_rows`` is the arm's pose and velocity at time k * dt after the first sample
+    (the start of physics step k): positions interpolated linearly between joint-state stamps
     and held at the ends, velocity the slope of the segment holding that time (zero outside
     the samples). Rows are computed in blocks, so a replay does no per-step interpolation.
     """
@@ -268,8 +271,9 @@ class EpisodeReplay:
         while (now := self._now_ns()) + 0.5 * dt_ns < t_ns:
             n = max(1, int(np.ceil((t_ns - now - 0.5 * dt_ns) / dt_ns)))
             if self.mode == 'kinematic':
-                # n steps in one call: the arm's recorded pose and velocity at each step's end.
-                q, qd = self.track.step_rows(self._steps + 1, n)
+                # n steps in one call; each starts at the recorded pose and moves at the recorded
+                # velocity, so the integration ends the step on the recording too.
+                q, qd = self.track.step_rows(self._steps, n)
                 b.step_kinematic(q, qd if self.use_velocity else np.zeros_like(qd))
                 self._steps += n
                 continue
