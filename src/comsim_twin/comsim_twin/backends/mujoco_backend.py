@@ -16,6 +16,11 @@ from comsim_teleop.robot.model import RobotModel
 from comsim_twin.backends.mjcf import ROBOT_PREFIX, TwinModel, compose
 from comsim_twin.scene import TwinScene
 
+# Armature (kg m^2) of the arm's joints during kinematic steps: so large that gravity, damping
+# and contact reactions cannot change the placed velocity within a step. The contacts then see
+# the recorded motion; with the real armature a pushed or carried object feels a softer arm.
+KINEMATIC_ARMATURE = 1e4
+
 
 class TwinNotBuiltError(RuntimeError):
     """A MujocoTwin method that needs a world was called before build()."""
@@ -137,14 +142,19 @@ class MujocoTwin:
                              f'{self.joint_names}, got {q.shape} and {qd.shape}')
         qadr, dadr, act = self._qadr, self._dadr, self._act
         grip = list(zip(self._grip_qadr, self._grip_dadr))
-        for qi, qdi in zip(q, qd):
-            data.qpos[qadr] = qi[:-1]
-            data.qvel[dadr] = qdi[:-1]
-            for qa, da in grip:
-                data.qpos[qa] = qi[-1]
-                data.qvel[da] = qdi[-1]
-            data.ctrl[act] = qi[:len(act)]
-            mujoco.mj_step(model, data)
+        armature = model.dof_armature[dadr].copy()
+        model.dof_armature[dadr] = KINEMATIC_ARMATURE
+        try:
+            for qi, qdi in zip(q, qd):
+                data.qpos[qadr] = qi[:-1]
+                data.qvel[dadr] = qdi[:-1]
+                for qa, da in grip:
+                    data.qpos[qa] = qi[-1]
+                    data.qvel[da] = qdi[-1]
+                data.ctrl[act] = qi[:len(act)]
+                mujoco.mj_step(model, data)
+        finally:
+            model.dof_armature[dadr] = armature
         self._stale = True
 
     def command_positions(self, q: np.ndarray) -> None:

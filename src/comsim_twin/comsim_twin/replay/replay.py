@@ -6,10 +6,9 @@
   interpolation between joint-state stamps, precomputed on the step grid: ``JointTrack``),
   moving at that interpolation's velocity (the finite difference of neighbouring samples),
   while the objects follow physics; without the velocity the arm would look motionless to the
-  contacts it pushes objects with. The placed arm is infinitely stiff, so contacts differ from
-  the lab's compliant arm: a card pushed at a corner turns further (bench move_card, seed 0:
-  76 deg vs 43 deg in the lab, end 4.5 cm off). Arm poses are exact; for object motion prefer
-  dynamic;
+  contacts it pushes objects with, and without a huge armature during these steps
+  (``MujocoTwin.step_kinematic``) gravity and damping would change that velocity within the
+  step (a pushed card then turned 76 deg instead of the lab's 43 deg and ended 4.5 cm off);
 * dynamic: the recorded commands drive the arm's actuators through physics, with
   joint_trajectory_controller semantics (``TrajectoryFollower``), each applied when it was
   received (its log time).
