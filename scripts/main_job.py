@@ -4,10 +4,11 @@ Stages: (1) record: start the recording graph (bench lab, scripted teleop, recor
 episodes per task unattended; (2) twin: the lab captures calibration views, the twin calibrates,
 aligns each recorded episode, replays it into a paired episode and generates sim episodes;
 (3) neural simulator: train on the paired episodes, translate the sim episodes into pseudo-real
-ones, ablation table; (4) policy: train on real, and on real + pseudo-real, evaluate both in
-closed loop on the bench lab.
+ones, ablation table, and a few translated sim episodes scored against the bench lab filming
+the same layout and motion; (4) policy: train on real, and on real + pseudo-real, evaluate both
+in closed loop on the bench lab.
 Each stage appends its section to `report.md`. This script is the only place that also reads
-the bench lab's ground truth, to score the twin against it.
+the bench lab's ground truth, to score the twin (and the neural simulator) against it.
 
     scripts/main_job.sh [--out output/main_job] [--episodes-per-task 5] [--tasks a b c]
 """
@@ -168,6 +169,17 @@ def twin_stage(out: Path, episodes_dir: Path, args) -> str:
     return '\n'.join(lines)
 
 
+def bench_ground_truth(sims: list[Path], out_dir: Path, cameras: list[str],
+                       max_frames: int) -> Path:
+    """The bench lab films generated episodes (ground truth for the neural simulator's output)."""
+    from comsim_bench_lab.ground_truth import GroundTruthRenderer
+    with GroundTruthRenderer(ROOT / 'config/bench_lab/lab.yaml',
+                             ROOT / 'config/bench_lab/realism.yaml') as renderer:
+        for sim in sims:
+            renderer.render(sim, out_dir, cameras, max_frames)
+    return out_dir
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--out', type=Path, default=ROOT / 'output' / 'main_job')
@@ -177,6 +189,9 @@ def main(argv=None) -> int:
     parser.add_argument('--sim-per-task', type=int, default=4)
     parser.add_argument('--neural-sim-steps', type=int, default=400,
                         help='training steps of the neural simulator (default: its config)')
+    parser.add_argument('--ground-truth-episodes', type=int, default=3,
+                        help='translated sim episodes scored against bench-lab ground truth '
+                             '(one per task in turn; 0: none)')
     parser.add_argument('--rollouts-per-task', type=int, default=1)
     parser.add_argument('--skip-neural-sim', action='store_true')
     parser.add_argument('--skip-policy', action='store_true')
@@ -208,7 +223,9 @@ def main(argv=None) -> int:
         text, pseudo_real = neural_sim_stage(out / 'neural_sim', out / 'twin' / 'paired',
                                              out / 'twin' / 'sim',
                                              log=lambda m: print(f'[neural_sim] {m}', flush=True),
-                                             train_steps=args.neural_sim_steps)
+                                             train_steps=args.neural_sim_steps,
+                                             ground_truth=bench_ground_truth,
+                                             ground_truth_episodes=args.ground_truth_episodes)
         sections.append(_relink(text, out / 'neural_sim', out)
                         + f'\n\nStage wall time {time.monotonic() - t1:.0f} s.')
         _write(out, sections)

@@ -22,6 +22,7 @@ setup(
         'console_scripts': [
             'comsim-bench-lab = comsim_bench_lab.node:main',
             'comsim-calibration-capture = comsim_bench_lab.calibration_rig:main',
+            'comsim-bench-lab-ground-truth = comsim_bench_lab.ground_truth:main',
         ],
     },
 )

@@ -24,6 +24,7 @@ from comsim_teleop.robot.model import DEFAULT_ARM_PATH, RobotModel
 REGIONS = ('id', 'ood')
 TABLE_Z = 0.0
 _TRACK_EVERY = 5   # physics steps between task tracking updates
+KINEMATIC_ARMATURE = 1e4   # kg m^2 on the arm's joints while it is placed (step_kinematic)
 
 
 class _DataView:
@@ -92,34 +93,97 @@ class BenchLab:
         if variant not in task_obj.variants:
             raise ValueError(f'unknown variant {variant!r} for task {task!r}; '
                              f'allowed: {task_obj.variants}')
-        if self._scene is not None:
-            self._time_base += float(self.data.time)
-        self.task, self.task_name, self.seed = task_obj, task, int(seed)
         self.region, self.variant = region, variant
-        self.objects = task_obj.cfg.objects_for(variant)
-        if self._scene_key != (task, variant):
-            self._build(task_obj)
-            self._scene_key = (task, variant)
-        model, data = self.model, self.data
-        mujoco.mj_resetData(model, data)
+        self._begin(task, task_obj, task_obj.cfg.objects_for(variant), (task, variant), seed)
         rng = np.random.default_rng(seed)
         layout = task_obj.sample(rng, task_obj.cfg.regions[region], self.objects)
-        for name, place in layout.items():
-            adr = model.jnt_qposadr[model.joint(f'{name}_free').id]
-            z = TABLE_Z + self.objects[name].half_height + 1e-4
-            data.qpos[adr:adr + 3] = [place.xy[0], place.xy[1], z]
-            data.qpos[adr + 3:adr + 7] = yaw_quat(place.yaw)
-        for name, (x, y, yaw) in task_obj.marker_poses().items():
-            gid = model.geom(name).id
-            model.geom_pos[gid, :2] = [x, y]
-            model.geom_quat[gid] = yaw_quat(yaw)
-        self._set_robot(self.robot.home)
-        self._pending.clear()
-        self._apply_ctrl(self.robot.home)
+        poses = {name: ([place.xy[0], place.xy[1],
+                         TABLE_Z + self.objects[name].half_height + 1e-4], yaw_quat(place.yaw))
+                 for name, place in layout.items()}
+        self._place(poses, self.robot.home)
+
+    def set_layout(self, task: str, objects: dict[str, ObjectConfig],
+                   poses: dict[str, tuple[Any, Any]], target: dict[str, Any] | None = None,
+                   q: np.ndarray | None = None, seed: int = 0) -> None:
+        """Start an episode from an explicit layout instead of one sampled from a seed.
+
+        ``objects`` replaces the task's objects (shapes, sizes, colours) and may add others
+        (distractors); every object of the task config must be among them. ``poses`` gives each
+        object's initial centre (x, y, z) and quaternion (w, x, y, z); ``target`` the task
+        target (e.g. move_card's ``zone_center``, which also places the zone marker; None keeps
+        the task's last one); ``q`` the arm's joint positions (default home). The model is
+        rebuilt whenever the objects differ from the current ones.
+        """
+        if task not in self._tasks:
+            raise ValueError(f'unknown task {task!r}; allowed: {sorted(self._tasks)}')
+        task_obj = self._tasks[task]
+        missing = [n for n in task_obj.cfg.objects if n not in objects]
+        unplaced = [n for n in objects if n not in poses]
+        if missing or unplaced:
+            raise ValueError(f'layout for {task!r}: task objects {missing} missing, objects '
+                             f'{unplaced} without a pose')
+        key = ('layout', task, tuple((n, o.shape, tuple(np.round(o.size, 9)),
+                                      tuple(np.round(o.color, 9)),
+                                      None if o.neck is None else tuple(o.neck))
+                                     for n, o in sorted(objects.items())))
+        self.region, self.variant = 'layout', 'layout'
+        if target is not None:
+            task_obj.target = dict(target)
+        try:
+            task_obj.marker_poses()
+        except KeyError as exc:
+            raise ValueError(f'layout for {task!r}: the target needs {exc.args[0]!r} to place the '
+                             f'task markers; got target {task_obj.target}') from None
+        self._begin(task, task_obj, dict(objects), key, seed)
+        self._place({n: poses[n] for n in objects},
+                    self.robot.home if q is None else np.asarray(q, dtype=float))
+
+    def step_kinematic(self, q: np.ndarray, qd: np.ndarray,
+                       grip_ctrl: np.ndarray | None = None) -> None:
+        """One physics step per row: the arm placed at ``q`` moving at ``qd`` (both
+        (n, joints)), the objects following physics; the position actuators hold ``q``.
+
+        With ``grip_ctrl`` (n,) the gripper is not placed: its actuator drives it towards those
+        targets, so a grasp squeezes with the actuator's force instead of a placed finger pose
+        (a placed finger at the contact surface holds nothing). During these steps the arm's
+        joints get a huge armature, so gravity, damping and contact reactions cannot change its
+        velocity within a step: what the contacts see is the placed motion; without it a carried
+        object creeps out of the grasp.
+        """
+        q, qd = np.atleast_2d(np.asarray(q, float)), np.atleast_2d(np.asarray(qd, float))
+        if q.shape != qd.shape or q.shape[1] != len(self.joint_names):
+            raise ValueError(f'need n x {len(self.joint_names)} positions and velocities '
+                             f'{self.joint_names}, got {q.shape} and {qd.shape}')
+        if grip_ctrl is not None:
+            grip_ctrl = np.asarray(grip_ctrl, float).reshape(-1)
+            if grip_ctrl.size != len(q):
+                raise ValueError(f'grip_ctrl needs {len(q)} values, got {grip_ctrl.size}')
+        model, data = self.model, self.data
+        arm_q, arm_d = self._qadr[:-1], self._dadr[:-1]
+        armature = model.dof_armature[arm_d].copy()
+        model.dof_armature[arm_d] = KINEMATIC_ARMATURE
+        try:
+            self._kinematic_steps(q, qd, grip_ctrl, arm_q, arm_d)
+        finally:
+            model.dof_armature[arm_d] = armature
         mujoco.mj_forward(model, data)
-        task_obj.reset_tracking()
-        self._steps = 0
-        self._view = _DataView(model, data, list(self.objects))
+
+    def _kinematic_steps(self, q: np.ndarray, qd: np.ndarray, grip_ctrl: np.ndarray | None,
+                         arm_q: np.ndarray, arm_d: np.ndarray) -> None:
+        model, data, task = self.model, self.data, self.task
+        for i, (qi, qdi) in enumerate(zip(q, qd)):
+            data.qpos[arm_q] = qi[:-1]
+            data.qvel[arm_d] = qdi[:-1]
+            if grip_ctrl is None:
+                data.qpos[self._grip_qadr] = qi[-1]
+                data.qvel[self._grip_dadr] = qdi[-1]
+                data.ctrl[self._act] = qi
+            else:
+                data.ctrl[self._act] = np.append(qi[:-1], grip_ctrl[i])
+            mujoco.mj_step(model, data)
+            self._steps += 1
+            if self._steps % _TRACK_EVERY == 0:
+                task.update(self._view, TABLE_Z)
 
     def command_positions(self, q: np.ndarray) -> None:
         q = np.asarray(q, dtype=float).reshape(-1)
@@ -193,6 +257,37 @@ class BenchLab:
         self._renderers.clear()
 
     # ------------------------------------------------------------------ internals
+    def _begin(self, task: str, task_obj: Task, objects: dict[str, ObjectConfig],
+               key: tuple, seed: int) -> None:
+        """Start an episode: keep the clock running, (re)build the model when ``key`` changes."""
+        if self._scene is not None:
+            self._time_base += float(self.data.time)
+        self.task, self.task_name, self.seed = task_obj, task, int(seed)
+        self.objects = objects
+        if self._scene_key != key:
+            self._build(task_obj)
+            self._scene_key = key
+        mujoco.mj_resetData(self.model, self.data)
+
+    def _place(self, poses: dict[str, tuple[Any, Any]], q: np.ndarray) -> None:
+        """Objects at their poses, markers where the task's target says, the arm at ``q``."""
+        model, data = self.model, self.data
+        for name, (pos, quat) in poses.items():
+            adr = model.jnt_qposadr[model.joint(f'{name}_free').id]
+            data.qpos[adr:adr + 3] = np.asarray(pos, dtype=float)
+            data.qpos[adr + 3:adr + 7] = np.asarray(quat, dtype=float)
+        for name, (x, y, yaw) in self.task.marker_poses().items():
+            gid = model.geom(name).id
+            model.geom_pos[gid, :2] = [x, y]
+            model.geom_quat[gid] = yaw_quat(yaw)
+        self._set_robot(q)
+        self._pending.clear()
+        self._apply_ctrl(q)
+        mujoco.mj_forward(model, data)
+        self.task.reset_tracking()
+        self._steps = 0
+        self._view = _DataView(model, data, list(self.objects))
+
     def _build(self, task: Task) -> None:
         self.close()
         scene = build_scene(self.config, self.objects, task.markers(), self.realism,
@@ -208,6 +303,8 @@ class BenchLab:
         self._qadr = np.array([model.jnt_qposadr[j] for j in jids])
         self._dadr = np.array([model.jnt_dofadr[j] for j in jids])
         self._grip_qadr = [model.jnt_qposadr[model.joint(ROBOT_PREFIX + g).id]
+                           for g in self.robot.gripper_joint_names]
+        self._grip_dadr = [model.jnt_dofadr[model.joint(ROBOT_PREFIX + g).id]
                            for g in self.robot.gripper_joint_names]
         act_of_joint = {int(model.actuator_trnid[a, 0]): a for a in range(model.nu)
                         if model.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT}

@@ -1,10 +1,12 @@
 """Main-job stage: train a small neural simulator on paired episodes, translate the sim
-episodes into pseudo-real ones, run the ablation, and return the report section."""
+episodes into pseudo-real ones, run the ablation, score translated generated episodes against
+ground truth when the caller can render it, and return the report section."""
 
 from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -13,10 +15,13 @@ from .config import NeuralSimConfig
 from .data.clips import load_paired_dir
 from .errors import NeuralSimError
 from .evaluation.ablation import run_ablation
+from .evaluation.generated import evaluate_generated
 from .training.train import train
 from .translate.episode import camera_topics, find_episodes, translate_dir
 
 DEFAULT_TRAIN_STEPS = 600   # ~4-5 min for the default config on 2 cores, 1 thread
+# (sim episodes, output directory, cameras, frames per episode) -> ground-truth paired episodes
+GroundTruthFn = Callable[[list[Path], Path, list[str], int], object]
 
 
 def _camera(paired_dir: Path, preferred: str) -> str:
@@ -30,10 +35,56 @@ def _camera(paired_dir: Path, preferred: str) -> str:
     return preferred if preferred in cams or not cams else cams[0]
 
 
+def pick_per_task(sims: list[Path], n: int) -> list[Path]:
+    """Up to ``n`` sim episodes, one from each task folder in turn (sorted, deterministic)."""
+    groups: dict[Path, list[Path]] = {}
+    for p in sorted(sims):
+        groups.setdefault(p.parent, []).append(p)
+    picked: list[Path] = []
+    for k in range(max((len(g) for g in groups.values()), default=0)):
+        picked += [g[k] for g in groups.values() if k < len(g)]
+    return picked[:max(0, n)]
+
+
+def generated_section(out: Path, sims: list[Path], pseudo: Path, ground_truth: GroundTruthFn,
+                      camera: str, episodes: int = 3, max_frames: int = 32, log=print) -> str:
+    """Render ground truth for a few translated sim episodes and score them (markdown)."""
+    chosen = pick_per_task(sims, episodes)
+    title = '### Translated generated episodes vs bench-lab ground truth\n\n'
+    try:
+        t0 = time.perf_counter()
+        ground_truth(chosen, out / 'ground_truth', [camera], max_frames)
+        render_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        res = evaluate_generated([pseudo / p.name for p in chosen], out / 'ground_truth',
+                                 out / 'generated_eval', [camera], log=log)
+        eval_s = time.perf_counter() - t0
+    except Exception as exc:  # the report says what failed; the neural-sim section goes on
+        log(f'ground truth for generated episodes failed: {type(exc).__name__}: {exc}')
+        return f'{title}Not available: {type(exc).__name__}: {exc}\n'
+    log(f'ground truth: {len(chosen)} episode(s) rendered in {render_s:.0f} s, scored in '
+        f'{eval_s:.0f} s')
+    grid = res.grid.relative_to(out) if res.grid else None
+    return (f'{title}The bench lab filmed each generated layout and trajectory (kinematic replay, '
+            f'hidden realism on) at the sim frame stamps: ground truth that recorded episodes '
+            f'cannot give. Camera {camera}, up to {max_frames} frames spread over each episode, '
+            f'{len(chosen)} episode(s); rendered in {render_s:.0f} s, scored in {eval_s:.0f} '
+            f's. "sim" is the untranslated twin frame (the floor).\n\n{res.table}\n'
+            + (f'![sim | translated | ground truth]({grid})\n' if grid else ''))
+
+
 def neural_sim_stage(out: Path, paired_dir: Path, sim_dir: Path, log=print,
                      train_steps: int | None = None, config: NeuralSimConfig | None = None,
-                     steps: int = 10) -> tuple[str, Path]:
-    """Returns (markdown section, pseudo-real episode directory)."""
+                     steps: int = 10, ground_truth: GroundTruthFn | None = None,
+                     ground_truth_episodes: int = 3, ground_truth_frames: int = 32
+                     ) -> tuple[str, Path]:
+    """Returns (markdown section, pseudo-real episode directory).
+
+    ``ground_truth``, when given, renders real-looking ground truth of sim episodes (the main
+    job passes the bench lab's; this package never imports it): then a few translated episodes
+    (``ground_truth_episodes``, one per task in turn, ``ground_truth_frames`` frames each) are
+    scored against it.
+    """
     out, paired_dir, sim_dir = Path(out), Path(paired_dir), Path(sim_dir)
     for what, d in (('paired-episode', paired_dir), ('sim-episode', sim_dir)):
         if not d.is_dir():
@@ -71,6 +122,10 @@ def neural_sim_stage(out: Path, paired_dir: Path, sim_dir: Path, log=print,
     shutil.copyfile(abl.grid, grid)
     if (ckpt / 'loss.png').is_file():
         shutil.copyfile(ckpt / 'loss.png', pics / 'neural_sim_loss.png')
+    gen_md = ''
+    if ground_truth is not None and ground_truth_episodes > 0:
+        gen_md = '\n' + generated_section(out, sims, pseudo, ground_truth, cfg.camera,
+                                           ground_truth_episodes, ground_truth_frames, log)
     held_note = ('held out: ' + ', '.join(abl.episodes) if len(clips) > 1 else
                  'only one paired episode: evaluated on its training episode (NOT held out)')
     md = (f'## Neural simulator\n\n'
@@ -79,5 +134,5 @@ def neural_sim_stage(out: Path, paired_dir: Path, sim_dir: Path, log=print,
           f'{train_s:.0f} s; loss {res.first_loss:.4f} -> {res.last_loss:.4f}. '
           f'Translated {len(sims)} sim episode(s) into `{pseudo}`.\n\n'
           f'![sim | translated | ground truth]({grid.relative_to(out)})\n\n'
-          f'Ablation ({held_note}):\n\n{abl.table}\n{abl.note}\n')
+          f'Ablation ({held_note}):\n\n{abl.table}\n{abl.note}\n{gen_md}')
     return md, pseudo

@@ -1,0 +1,193 @@
+"""Translated generated episodes against bench-lab ground truth.
+
+    python -m comsim_neural_sim.evaluation.generated --pseudo-real DIR --ground-truth DIR \
+        --out DIR [--cameras front]
+
+A generated sim episode has no real counterpart, but the bench lab can film its layout and
+trajectory (``comsim-bench-lab-ground-truth``, package comsim_bench_lab): a paired episode
+whose ``/real`` stream is the bench lab's render (ground truth) and ``/sim`` stream the sim
+episode's own frames, marked ``ground_truth: bench_lab`` in its ``episode.yaml``. Each
+translated (pseudo-real) episode is matched to its ground truth by the sim episode's name, and
+frames by header stamp (translation keeps every stamp). Per episode and camera: PSNR and SSIM of
+the translated frames against the ground truth, and of the raw sim frames (the floor a
+translation must beat). Only episode files are read here; the bench lab is never imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from ..errors import MissingStreamError, NeuralSimError
+from ..training.report import save_sheet
+from .metrics import video_metrics
+
+GROUND_TRUTH = 'bench_lab'      # sidecar ``ground_truth`` of the bench lab's paired episodes
+COLUMNS = ('sim_psnr', 'translated_psnr', 'sim_ssim', 'translated_ssim')
+
+
+@dataclass
+class GeneratedEvalResult:
+    """Per (episode, camera) rows, their frame-weighted mean, the markdown table, files."""
+
+    rows: list[dict]
+    mean: dict[str, float]
+    table: str
+    grid: Path | None = None
+    missing: list[str] = field(default_factory=list)   # ground truths without a translation
+
+
+def _sidecar(path: Path) -> dict:
+    side = path / 'episode.yaml'
+    data = yaml.safe_load(side.read_text()) if side.is_file() else None
+    return data if isinstance(data, dict) else {}
+
+
+def _episodes(directory: Path) -> list[Path]:
+    if (directory / 'metadata.yaml').is_file():
+        return [directory]
+    return sorted(p.parent for p in directory.rglob('metadata.yaml')
+                  if not any(part.startswith('.') for part in p.relative_to(directory).parts))
+
+
+def ground_truth_episodes(directory: str | Path) -> dict[str, Path]:
+    """sim episode name -> complete bench-lab ground-truth paired episode under ``directory``."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f'no ground-truth directory at {directory}')
+    out = {}
+    for ep in _episodes(directory):
+        side = _sidecar(ep)
+        if side.get('ground_truth') == GROUND_TRUTH and side.get('status') == 'complete':
+            out[str(side.get('sim_episode') or ep.name)] = ep
+    if not out:
+        raise NeuralSimError(f'no bench-lab ground-truth episodes (episode.yaml with '
+                             f'ground_truth: {GROUND_TRUTH}, status: complete) under {directory}')
+    return out
+
+
+def _frames(path: Path, topic: str, stamps: set[int] | None = None) -> dict[int, np.ndarray]:
+    """Header stamp -> RGB frame of one image topic (only ``stamps`` when given)."""
+    from comsim_teleop.episodes import Episode  # noqa: PLC0415
+    with Episode.open(path) as ep:
+        if topic not in ep.topics:
+            raise MissingStreamError(f'episode {path} lacks {topic}; it has {ep.topics}')
+        return {t: f for t, f in ep.images(topic) if stamps is None or t in stamps}
+
+
+def evaluate_pair(translated: Path, truth: Path, camera: str) -> tuple[dict, np.ndarray]:
+    """Metrics of one camera of one translated episode; also (3, T, H, W, 3) sim/gen/truth."""
+    real = _frames(truth, f'/real/cameras/{camera}/image_raw')
+    sim = _frames(truth, f'/sim/cameras/{camera}/image_raw', set(real))
+    gen = _frames(translated, f'/cameras/{camera}/image_raw', set(real))
+    common = sorted(set(real) & set(sim) & set(gen))
+    if not common:
+        raise NeuralSimError(f'{translated} and its ground truth {truth} share no frame stamp on '
+                             f'camera {camera!r} (ground truth has {len(real)} frames, '
+                             f'translation {len(gen)} of them); was the ground truth rendered '
+                             f'from this episode\'s sim source?')
+    r, s, g = (np.stack([d[t] for t in common]) for d in (real, sim, gen))
+    floor, trans = video_metrics(s, r), video_metrics(g, r)
+    drift = (_sidecar(truth).get('object_drift_m') or {}).values()
+    row = {'episode': translated.name, 'camera': camera, 'frames': len(common),
+           'drift_mm': 1000 * max(drift) if drift else None,
+           'sim_psnr': floor['psnr'], 'sim_ssim': floor['ssim'],
+           'translated_psnr': trans['psnr'], 'translated_ssim': trans['ssim']}
+    return row, np.stack([s, g, r])
+
+
+def markdown_table(rows: list[dict], mean: dict[str, float]) -> str:
+    """One row per episode and camera, then the frame-weighted mean. The last column is how far
+    the ground truth's objects ended from the sim's (its physics is the bench lab's own): large
+    values mean the two videos show different object motion, not only a different look."""
+    head = ('| episode | camera | frames | PSNR sim (floor) | PSNR translated ↑ | '
+            'SSIM sim (floor) | SSIM translated ↑ | truth object drift (mm) |\n'
+            '|---|---|---:|---:|---:|---:|---:|---:|\n')
+    line = ('| {episode} | {camera} | {frames} | {sim_psnr:.2f} | {translated_psnr:.2f} | '
+            '{sim_ssim:.3f} | {translated_ssim:.3f} | {drift} |\n')
+    body = ''.join(line.format(**r, drift='–' if r['drift_mm'] is None else
+                               f"{r['drift_mm']:.1f}") for r in rows)
+    total = line.format(episode='**mean**', camera='', frames=sum(r['frames'] for r in rows),
+                        drift='', **mean)
+    return head + body + total
+
+
+def evaluate_generated(pseudo_real: str | Path | Sequence[str | Path], ground_truth: str | Path,
+                       out: str | Path | None = None, cameras: Sequence[str] | None = None,
+                       grid_frames: int = 6, log=print) -> GeneratedEvalResult:
+    """Score translated episodes against the bench lab's ground truth (see module doc).
+
+    ``pseudo_real``: a directory of translated episodes or a list of them; ``ground_truth``: the
+    directory of ground-truth paired episodes; ``cameras``: default every ground-truth camera.
+    Writes ``generated.md``, ``generated.json`` and ``generated_grid.png`` (sim | translated |
+    ground truth, first pair) under ``out`` when given.
+    """
+    truths = ground_truth_episodes(ground_truth)
+    pseudo = (_episodes(Path(pseudo_real)) if isinstance(pseudo_real, (str, Path))
+              else [Path(p) for p in pseudo_real])
+    by_name = {p.name: p for p in pseudo}
+    rows, first = [], None
+    for name, truth in sorted(truths.items()):
+        if name not in by_name:
+            continue
+        cams = list(_sidecar(truth).get('cameras') or [])
+        for cam in (cams if cameras is None else [c for c in cameras if c in cams]):
+            row, clips = evaluate_pair(by_name[name], truth, cam)
+            rows.append(row)
+            first = clips if first is None else first
+            log(f'generated vs ground truth: {name} {cam}: PSNR {row["sim_psnr"]:.2f} (sim) -> '
+                f'{row["translated_psnr"]:.2f} (translated)')
+    missing = sorted(n for n in truths if n not in by_name)
+    if not rows:
+        raise NeuralSimError(f'no translated episode matches a ground truth: ground truth for '
+                             f'{sorted(truths)}, translated {sorted(by_name)}'
+                             + (f', cameras {list(cameras)}' if cameras is not None else ''))
+    weights = np.array([r['frames'] for r in rows], float)
+    mean = {k: float(np.average([r[k] for r in rows], weights=weights)) for k in COLUMNS}
+    table = markdown_table(rows, mean)
+    grid = None
+    if out is not None:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        idx = np.linspace(0, first.shape[1] - 1, min(grid_frames, first.shape[1]))
+        idx = idx.round().astype(int)
+        grid = out / 'generated_grid.png'
+        save_sheet(grid, list(first[:, idx]), scale=max(1, 96 // first.shape[2]))
+        (out / 'generated.md').write_text(
+            '# Translated generated episodes vs bench-lab ground truth\n\n' + table +
+            '\n![sim | translated | ground truth](generated_grid.png)\n')
+        (out / 'generated.json').write_text(json.dumps(
+            {'rows': rows, 'mean': mean, 'missing_translations': missing,
+             'ground_truth': str(ground_truth)}, indent=1))
+    return GeneratedEvalResult(rows, mean, table, grid, missing)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--pseudo-real', required=True, help='translated episodes (a directory)')
+    ap.add_argument('--ground-truth', required=True,
+                    help='paired episodes from comsim-bench-lab-ground-truth')
+    ap.add_argument('--out', default=None)
+    ap.add_argument('--cameras', nargs='*', default=None)
+    args = ap.parse_args(argv)
+    try:
+        res = evaluate_generated(args.pseudo_real, args.ground_truth, args.out, args.cameras,
+                                 log=lambda s: None)
+    except (NeuralSimError, FileNotFoundError) as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        return 2
+    print(res.table)
+    if res.missing:
+        print(f'ground truth without a translation: {res.missing}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,218 @@
+"""Bench-lab ground truth of generated episodes: same stamps, same layout, a held grasp, a
+paired episode the neural simulator reads unchanged, resumable CLI, clear errors."""
+import copy
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+import yaml
+
+os.environ.setdefault('MUJOCO_GL', 'egl')
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'twin'))
+
+from test_generation_scene import base_scene  # noqa: E402
+
+from comsim_bench_lab.config import LabConfig  # noqa: E402
+from comsim_bench_lab.ground_truth import (  # noqa: E402
+    CameraMismatchError,
+    GroundTruthRenderer,
+    MissingStreamError,
+    NotGeneratedError,
+    lab_config_for,
+    lab_objects,
+    main,
+    select_frames,
+)
+from comsim_teleop.episodes import Episode  # noqa: E402
+from comsim_teleop.robot.model import RobotModel  # noqa: E402
+from comsim_twin.generation.config import GenerationConfig  # noqa: E402
+from comsim_twin.generation.runner import generate  # noqa: E402
+from comsim_twin.generation.writer import GeneratedEpisodeWriter  # noqa: E402
+from comsim_twin.scene import TwinCamera  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+LAB_YAML = ROOT / 'config' / 'bench_lab' / 'lab.yaml'
+REALISM_YAML = ROOT / 'config' / 'bench_lab' / 'realism.yaml'
+FRAMES = 8
+
+
+@pytest.fixture(scope='module')
+def lab_config():
+    return LabConfig.load(LAB_YAML)
+
+
+@pytest.fixture(scope='module')
+def renderer(lab_config):
+    with GroundTruthRenderer(lab_config, REALISM_YAML) as r:
+        yield r
+
+
+@pytest.fixture(scope='module')
+def generated(tmp_path_factory):
+    """One stack_blocks episode from the twin: half-size cameras, 10 Hz, no distractors (so a
+    colour mask finds exactly the two blocks)."""
+    cfg = GenerationConfig.load()
+    rnd = copy.deepcopy(cfg.randomise)
+    rnd['distractors'] = {**(rnd.get('distractors') or {}), 'count': [0, 0]}
+    cfg = cfg.with_overrides(image_scale=0.5, camera_hz=10.0, settle_s=0.2, randomise=rnd)
+    out = tmp_path_factory.mktemp('gen')
+    rep = generate(base_scene('stack_blocks'), 'stack_blocks', 1, out, seed=11, workers=1,
+                   config=cfg, progress=False)
+    assert rep.successes == 1, rep.episodes
+    return out / rep.episodes[0].name
+
+
+@pytest.fixture(scope='module')
+def truth(generated, renderer, tmp_path_factory):
+    out = tmp_path_factory.mktemp('truth')
+    res = renderer.render(generated, out, max_frames=FRAMES)
+    return res
+
+
+def _stream(path: Path, topic: str) -> tuple[list[int], np.ndarray]:
+    with Episode.open(path) as ep:
+        pairs = list(ep.images(topic))
+    return [t for t, _ in pairs], np.stack([f for _, f in pairs])
+
+
+def _centroid(img: np.ndarray, colour: str) -> np.ndarray:
+    """Pixel centroid (x, y) of the red or the blue block: the largest blob of that colour
+    (texture marks and sensor noise leave a few stray pixels)."""
+    x = img.astype(int)
+    r, g, b = x[..., 0], x[..., 1], x[..., 2]
+    mask = (r - np.maximum(g, b) > 60) if colour == 'red' else (b - np.maximum(r, g) > 50)
+    n, _, stats, centres = cv2.connectedComponentsWithStats(mask.astype(np.uint8))
+    assert n > 1, f'no {colour} block in the image'
+    best = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
+    assert stats[best, cv2.CC_STAT_AREA] >= 20, f'no {colour} block in the image'
+    return centres[best]
+
+
+def test_stamps_are_the_sim_frame_stamps(generated, truth):
+    assert not truth.skipped and set(truth.frames) == {'front', 'side'}
+    for cam in ('front', 'side'):
+        sim_t, sim = _stream(generated, f'/cameras/{cam}/image_raw')
+        real_t, real = _stream(truth.path, f'/real/cameras/{cam}/image_raw')
+        pair_sim_t, pair_sim = _stream(truth.path, f'/sim/cameras/{cam}/image_raw')
+        picked = [sim_t[i] for i in select_frames(len(sim_t), FRAMES)]
+        assert real_t == picked == pair_sim_t and len(picked) == FRAMES
+        assert picked[0] == sim_t[0] and picked[-1] == sim_t[-1]     # spread over the episode
+        assert real.shape == pair_sim.shape == (FRAMES, *sim.shape[1:])   # 160x120, rescaled
+        for k, t in enumerate(pair_sim_t):                            # sim frames copied as is
+            assert np.array_equal(pair_sim[k], sim[sim_t.index(t)])
+        # the realism profile really rendered: far from the twin's flat look
+        assert np.abs(real.astype(int) - pair_sim.astype(int)).mean() > 15
+
+
+def test_objects_where_the_sim_has_them_and_the_grasp_holds(generated, truth):
+    _, real = _stream(truth.path, '/real/cameras/front/image_raw')
+    _, sim = _stream(truth.path, '/sim/cameras/front/image_raw')
+    for k in range(len(real)):        # start layout, the carry, the stack
+        for colour in ('red', 'blue'):
+            err = np.linalg.norm(_centroid(real[k], colour) - _centroid(sim[k], colour))
+            assert err < 2.5, (k, colour, err)
+    side = yaml.safe_load((truth.path / 'episode.yaml').read_text())
+    assert side['ground_truth'] == 'bench_lab' and side['mode'] == 'kinematic'
+    assert side['bench_success'] is True, side['bench_success_reason']
+    assert max(side['object_drift_m'].values()) < 0.01
+
+
+def test_a_moved_block_shows_where_it_was_moved(generated, renderer, tmp_path):
+    """Control: the centroid check above sees a 4 cm layout change."""
+    moved = tmp_path / 'moved' / generated.name
+    shutil.copytree(generated, moved)
+    side = yaml.safe_load((moved / 'episode.yaml').read_text())
+    side['metadata']['randomisation']['objects']['block_top']['pos'][1] += 0.04
+    (moved / 'episode.yaml').write_text(yaml.safe_dump(side))
+    res = renderer.render(moved, tmp_path / 'out', cameras=['front'], max_frames=2)
+    _, real = _stream(res.path, '/real/cameras/front/image_raw')
+    _, sim = _stream(res.path, '/sim/cameras/front/image_raw')
+    assert np.linalg.norm(_centroid(real[0], 'red') - _centroid(sim[0], 'red')) > 5
+    assert np.linalg.norm(_centroid(real[0], 'blue') - _centroid(sim[0], 'blue')) < 2.5
+
+
+def test_the_neural_simulator_reads_it_unchanged(truth):
+    from comsim_neural_sim.data.clips import load_paired_episode
+    clip = load_paired_episode(truth.path, 'front')
+    assert len(clip.real) == FRAMES and clip.actions.shape == (FRAMES, 7)
+
+
+def test_cli_is_resumable_and_names_bad_inputs(generated, truth, tmp_path, capsys):
+    out = truth.path.parent
+    assert main([str(generated), '--out', str(out), '--max-frames', str(FRAMES)]) == 0
+    assert 'skip' in capsys.readouterr().out
+    not_generated = tmp_path / 'recorded' / generated.name
+    shutil.copytree(generated, not_generated)
+    side = yaml.safe_load((not_generated / 'episode.yaml').read_text())
+    del side['metadata']['randomisation']
+    (not_generated / 'episode.yaml').write_text(yaml.safe_dump(side))
+    assert main([str(not_generated), str(tmp_path / 'nothing_here'), '--out',
+                 str(tmp_path / 'o')]) == 2
+    err = capsys.readouterr().err
+    assert 'not an episode generated by the twin' in err and 'nothing_here' in err
+
+
+def _fake_generated(out: Path, source: Path, cams: dict[str, tuple[int, int]],
+                    joints: bool = True) -> Path:
+    """A 3-frame episode in the generator's format with ``source``'s layout metadata."""
+    meta = yaml.safe_load((source / 'episode.yaml').read_text())['metadata']
+    robot = RobotModel.load(None)
+    cameras = {c: TwinCamera(c, w, h, np.eye(3), np.zeros(5), np.eye(4), f'/cameras/{c}/image_raw')
+               for c, (w, h) in cams.items()}
+    wr = GeneratedEpisodeWriter(out, source.name, cameras, robot.joint_names, (100, 10, 50))
+    for k in range(3):
+        t = 10**9 + k * 10**8
+        if joints:
+            wr.joint_state(t, robot.home, np.zeros(len(robot.home)))
+        wr.command(t, robot.home, 0.0)
+        for c, (w, h) in cams.items():
+            wr.image(t, c, np.zeros((h, w, 3), np.uint8))
+    return wr.finish(meta, True)
+
+
+def test_bad_inputs_raise_clear_errors(generated, renderer, tmp_path):
+    bad = _fake_generated(tmp_path / 'aspect', generated, {'front': (100, 40)})
+    with pytest.raises(CameraMismatchError, match=r'100x40.*not a scaled copy'):
+        renderer.render(bad, tmp_path / 'o')
+    bad = _fake_generated(tmp_path / 'top', generated, {'top': (80, 60)})
+    with pytest.raises(CameraMismatchError, match=r"\['top'\] are not bench-lab cameras"):
+        renderer.render(bad, tmp_path / 'o')
+    bad = _fake_generated(tmp_path / 'nojs', generated, {'front': (80, 60)}, joints=False)
+    with pytest.raises(MissingStreamError, match='/joint_states'):
+        renderer.render(bad, tmp_path / 'o')
+    with pytest.raises(CameraMismatchError, match=r"no camera \['left'\]"):
+        renderer.render(generated, tmp_path / 'o', cameras=['left'])
+    translated = tmp_path / 'pseudo' / generated.name
+    shutil.copytree(generated, translated)
+    side = yaml.safe_load((translated / 'episode.yaml').read_text())
+    side['metadata']['source'] = 'pseudo_real'
+    (translated / 'episode.yaml').write_text(yaml.safe_dump(side))
+    with pytest.raises(NotGeneratedError, match='translated'):
+        renderer.render(translated, tmp_path / 'o')
+    with pytest.raises(NotGeneratedError, match='no metadata.yaml'):
+        renderer.render(tmp_path, tmp_path / 'o')
+
+
+def test_layout_conversion_and_camera_rescale(lab_config):
+    layout = {'bottle': {'shape': 'bottle', 'size': [0.03, 0.05], 'color': [0.1, 0.5, 0.2],
+                         'pos': [0.4, 0.0, 0.05], 'quat': [1, 0, 0, 0]},
+              'distractor_0': {'shape': 'box', 'size': [0.01, 0.02, 0.01],
+                               'color': [0.5, 0.5, 0.5], 'pos': [0.3, 0.2, 0.01],
+                               'quat': [1, 0, 0, 0]}}
+    real = lab_config.tasks['shake_bottle'].objects
+    objs, poses = lab_objects(layout, real, 'test')
+    assert objs['bottle'].shape == 'cylinder'
+    assert np.allclose(objs['bottle'].neck, real['bottle'].neck)     # the real bottle's neck
+    assert objs['bottle'].mass == real['bottle'].mass and objs['distractor_0'].mass == 0.05
+    assert poses['distractor_0'][0] == [0.3, 0.2, 0.01]
+    with pytest.raises(NotGeneratedError, match="shape 'cone'"):
+        lab_objects({'x': {**layout['bottle'], 'shape': 'cone'}}, real, 'test')
+    half = lab_config_for(lab_config, {'front': (160, 120)})
+    cam, full = half.cameras['front'], lab_config.cameras['front']
+    assert list(half.cameras) == ['front'] and (cam.width, cam.height) == (160, 120)
+    assert cam.fx == pytest.approx(full.fx / 2) and cam.cx == pytest.approx((full.cx + 0.5) / 2
+                                                                            - 0.5)
