@@ -41,15 +41,17 @@ def sim_episode(out: Path, name: str, frames: int = 6, h: int = 24, w: int = 20,
 
 
 def paired_episode(out: Path, name: str, frames: int = 12, h: int = 16, w: int = 16,
-                   seed: int = 0, streams: tuple[str, ...] = ('real', 'sim')) -> Path:
-    """A paired episode like comsim_twin.replay writes (/real and /sim of one camera)."""
+                   seed: int = 0, streams: tuple[str, ...] = ('real', 'sim'),
+                   cameras: tuple[str, ...] = ('front',)) -> Path:
+    """A paired episode like comsim_twin.replay writes (/real and /sim of each camera; every
+    camera sees the same synthetic clip)."""
     clip = synthetic_pair(frames, h, w, seed=seed)
     ts = get_distro_typestore('kilted')
     T = ts.types
     specs = [TopicSpec('/joint_states', 'sensor_msgs/msg/JointState', 10.0),
              TopicSpec(CMD, 'trajectory_msgs/msg/JointTrajectory', None)]
-    specs += [TopicSpec(f'/{s}/cameras/front/image_raw', 'sensor_msgs/msg/Image', 10.0)
-              for s in streams]
+    specs += [TopicSpec(f'/{s}/cameras/{c}/image_raw', 'sensor_msgs/msg/Image', 10.0)
+              for s in streams for c in cameras]
     path = Path(out) / name
     bag = EpisodeBagWriter(path, specs)
     bag.open()
@@ -74,8 +76,9 @@ def paired_episode(out: Path, name: str, frames: int = 12, h: int = 16, w: int =
             img = T['sensor_msgs/msg/Image'](header=header(t), height=h, width=w,
                                              encoding='rgb8', is_bigendian=0, step=w * 3,
                                              data=rgb.reshape(-1))
-            bag.write(f'/{s}/cameras/front/image_raw',
-                      ts.serialize_cdr(img, 'sensor_msgs/msg/Image'), t)
+            for c in cameras:
+                bag.write(f'/{s}/cameras/{c}/image_raw',
+                          ts.serialize_cdr(img, 'sensor_msgs/msg/Image'), t)
     bag.close()
     write_sidecar(path, {'status': 'complete', 'episode': name,
                          'metadata': {'source': 'paired', 'seed': seed}})

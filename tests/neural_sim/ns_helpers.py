@@ -11,7 +11,7 @@ from comsim_neural_sim.config import NeuralSimConfig
 def tiny_config(**kw) -> NeuralSimConfig:
     base = dict(frames=4, context_frames=1, height=16, width=16, width_dim=32, depth=2, heads=2,
                 patch_size=4, action_dim=7, batch_size=4, log_every=10, sample_every=10**6,
-                save_every=10**6, lr=2e-3, ema_decay=0.99)
+                save_every=10**6, lr=2e-3, ema_decay=0.99, cameras=['front', 'side'])
     base.update(kw)
     return NeuralSimConfig(**base)
 

@@ -29,7 +29,7 @@ def test_action_consistency_tracks_a_shifted_gripper():
 @pytest.fixture(scope='module')
 def ablation(tmp_path_factory):
     root = tmp_path_factory.mktemp('abl')
-    paired_episode(root / 'paired', 'held0', frames=10, seed=5)
+    paired_episode(root / 'paired', 'held0', frames=10, seed=5, cameras=('front', 'side'))
     pipe = new_pipeline(tiny_config())
     randomise(pipe.transformer, seed=1, scale=0.1)
     pipe.save_pretrained(root / 'ckpt')

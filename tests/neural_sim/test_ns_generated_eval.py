@@ -92,7 +92,8 @@ def test_pick_per_task_takes_tasks_in_turn():
 def test_stage_adds_the_ground_truth_table(tmp_path):
     for i in range(2):
         sim_episode(tmp_path / 'sim' / f'task{i}', f'ep{i}', frames=5, seed=i)
-        paired_episode(tmp_path / 'paired', f'pair{i}', frames=8, seed=i)
+        paired_episode(tmp_path / 'paired', f'pair{i}', frames=8, seed=i,
+                       cameras=('front', 'side'))
     asked = []
 
     def render(sims, out_dir, cameras, max_frames):
@@ -104,9 +105,9 @@ def test_stage_adds_the_ground_truth_table(tmp_path):
                                   log=lambda s: None, train_steps=2, config=tiny_config(),
                                   steps=1, ground_truth=render, ground_truth_episodes=2,
                                   ground_truth_frames=3)
-    assert asked == [(['ep0', 'ep1'], ['front'], 3)]
+    assert asked == [(['ep0', 'ep1'], ['front', 'side'], 3)]
     assert '### Translated generated episodes vs bench-lab ground truth' in md
-    assert '| ep0 | front | 3 |' in md and '| ep1 | front | 3 |' in md
+    assert '| ep0 | front | 3 |' in md and '| ep1 | side | 3 |' in md
     assert 'generated_eval/generated_grid.png' in md
     assert (tmp_path / 'o' / 'generated_eval' / 'generated_grid.png').is_file()
 
@@ -114,7 +115,7 @@ def test_stage_adds_the_ground_truth_table(tmp_path):
         raise RuntimeError('no EGL here')
 
     text = generated_section(tmp_path / 'o2', [tmp_path / 'sim' / 'task0' / 'ep0'], pseudo,
-                             broken, 'front', log=lambda s: None)
+                             broken, ['front'], log=lambda s: None)
     assert 'Not available: RuntimeError: no EGL here' in text
 
 

@@ -71,3 +71,40 @@ def test_bad_shapes_give_clear_errors():
         pipe(clip.sim.astype(np.float32), clip.actions)
     with pytest.raises(NeuralSimError, match='unknown mode'):
         pipe(clip.sim, clip.actions, mode='both')
+
+
+def test_one_network_tells_the_cameras_apart():
+    cfg = tiny_config(cameras=['front', 'side'])
+    m = randomise(transformer_from_config(cfg)).eval()
+    x, t, sim, act = _inputs(cfg)
+    front = m(x, t, sim, act, camera=torch.tensor([0, 0])).sample
+    torch.testing.assert_close(front, m(x, t, sim, act).sample)   # default: the first camera
+    assert not torch.allclose(front, m(x, t, sim, act, camera=torch.tensor([1, 1])).sample)
+    with pytest.raises(InputShapeError, match='camera index'):
+        m(x, t, sim, act, camera=torch.tensor([0, 2]))
+
+
+def test_clips_carry_their_camera_and_unknown_cameras_are_refused():
+    from comsim_neural_sim.config import NeuralSimConfig  # noqa: PLC0415
+    from comsim_neural_sim.data.clips import ClipDataset, PairedClip  # noqa: PLC0415
+
+    cfg = tiny_config(cameras=['front', 'side'])
+    base = synthetic_pair(8, cfg.height, cfg.width, cfg.action_dim, seed=0)
+    clips = [PairedClip(base.real, base.sim, base.actions, 'ep', cam) for cam in ('side', 'front')]
+    ds = ClipDataset(clips, cfg)
+    cams = {int(ds[i]['camera']) for i in range(len(ds))}
+    assert cams == {0, 1}
+    with pytest.raises(InputShapeError, match="camera 'top'"):
+        ClipDataset([PairedClip(base.real, base.sim, base.actions, 'ep', 'top')], cfg)
+    # configs written before there were several cameras still load
+    legacy = {k: v for k, v in cfg.to_dict().items() if k != 'cameras'} | {'camera': 'side'}
+    assert NeuralSimConfig.from_dict(legacy).cameras == ['side']
+
+
+def test_pipeline_refuses_a_camera_the_checkpoint_never_saw():
+    cfg = tiny_config(cameras=['front'])
+    pipe = NeuralSimPipeline(transformer_from_config(cfg), cfg)
+    clip = synthetic_pair(cfg.frames, cfg.height, cfg.width, cfg.action_dim, seed=1)
+    assert pipe(clip.sim, clip.actions, steps=1, camera='front').shape == clip.sim.shape
+    with pytest.raises(NeuralSimError, match="camera 'side'"):
+        pipe(clip.sim, clip.actions, steps=1, camera='side')

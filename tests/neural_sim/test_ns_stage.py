@@ -11,13 +11,24 @@ from comsim_neural_sim.pipeline import neural_sim_stage
 def test_stage_end_to_end(tmp_path):
     for i in range(2):
         sim_episode(tmp_path / 'sim', f'ep{i}', frames=5, seed=i)
-        paired_episode(tmp_path / 'paired', f'pair{i}', frames=8, seed=i)
+        paired_episode(tmp_path / 'paired', f'pair{i}', frames=8, seed=i,
+                       cameras=('front', 'side'))
     md, pseudo = neural_sim_stage(tmp_path / 'o', tmp_path / 'paired', tmp_path / 'sim',
                                   log=lambda s: None, train_steps=3, config=tiny_config(),
                                   steps=1)
     assert sorted(p.name for p in pseudo.glob('ep*')) == ['ep0', 'ep1']
     assert '| joint conditioning |' in md and 'held out: pair1' in md
+    assert 'cameras front, side, one network' in md
     assert (tmp_path / 'o' / 'pictures' / 'neural_sim_grid.png').is_file()
+
+
+def test_stage_refuses_to_translate_a_camera_it_never_trained_on(tmp_path):
+    sim_episode(tmp_path / 'sim', 'ep0', frames=5, seed=0)   # front and side
+    for i in range(2):
+        paired_episode(tmp_path / 'paired', f'pair{i}', frames=8, seed=i)   # front only
+    with pytest.raises(NeuralSimError, match="camera 'side'.*trained on cameras"):
+        neural_sim_stage(tmp_path / 'o', tmp_path / 'paired', tmp_path / 'sim',
+                         log=lambda s: None, train_steps=1, config=tiny_config(), steps=1)
 
 
 def test_stage_names_missing_inputs(tmp_path):

@@ -20,7 +20,7 @@ def transformer_from_config(cfg: NeuralSimConfig) -> NeuralSimTransformer:
     return NeuralSimTransformer(frames=cfg.frames, channels=cfg.model_channels, height=h,
                                 width=w, action_dim=cfg.action_dim, width_dim=cfg.width_dim,
                                 depth=cfg.depth, heads=cfg.heads, patch_size=cfg.patch_size,
-                                patch_size_t=cfg.patch_size_t)
+                                patch_size_t=cfg.patch_size_t, cameras=len(cfg.cameras))
 
 
 def check_transformer(cfg: NeuralSimConfig, model: NeuralSimTransformer, where: str) -> None:
@@ -28,8 +28,10 @@ def check_transformer(cfg: NeuralSimConfig, model: NeuralSimTransformer, where: 
     h, w = cfg.model_hw
     want = {'frames': cfg.frames, 'channels': cfg.model_channels, 'height': h, 'width': w,
             'action_dim': cfg.action_dim, 'width_dim': cfg.width_dim, 'depth': cfg.depth,
-            'heads': cfg.heads, 'patch_size': cfg.patch_size, 'patch_size_t': cfg.patch_size_t}
-    diff = {k: (model.config[k], v) for k, v in want.items() if model.config[k] != v}
+            'heads': cfg.heads, 'patch_size': cfg.patch_size, 'patch_size_t': cfg.patch_size_t,
+            'cameras': len(cfg.cameras)}
+    diff = {k: (model.config.get(k, 1), v) for k, v in want.items()
+            if model.config.get(k, 1) != v}
     if diff:
         raise CheckpointMismatchError(f'{where}: transformer weights do not match '
                                       f'{CONFIG_NAME}: ' + ', '.join(

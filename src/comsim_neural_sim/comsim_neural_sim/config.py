@@ -20,7 +20,8 @@ CONFIG_NAME = 'neural_sim.yaml'
 # Fields that change the network's weights' shapes or meaning: a checkpoint must match them.
 ARCH_FIELDS = ('frames', 'context_frames', 'height', 'width', 'channels', 'space',
                'latent_channels', 'latent_downsample', 'width_dim', 'depth', 'heads',
-               'patch_size', 'patch_size_t', 'action_dim', 'prediction', 'num_train_timesteps')
+               'patch_size', 'patch_size_t', 'action_dim', 'prediction', 'num_train_timesteps',
+               'cameras')
 
 
 @dataclass
@@ -67,7 +68,7 @@ class NeuralSimConfig:
     save_every: int = 500
     seed: int = 0
     # data
-    camera: str = 'front'
+    cameras: list[str] = field(default_factory=lambda: ['front'])   # one network, all cameras
     command_topic: str = '/joint_trajectory_controller/joint_trajectory'
     clip_stride: int = 2
     # action normalisation (filled from the data at training time)
@@ -116,6 +117,9 @@ class NeuralSimConfig:
         for name in ('p_drop_action', 'p_drop_sim', 'p_drop_context'):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ConfigError(f'{name} must be a probability, got {getattr(self, name)}')
+        if not self.cameras or len(set(self.cameras)) != len(self.cameras):
+            raise ConfigError(f'cameras must be a non-empty list of distinct names, got '
+                              f'{self.cameras}')
         for name in ('action_mean', 'action_std'):
             v = getattr(self, name)
             if v is not None and len(v) != self.action_dim:
@@ -127,6 +131,9 @@ class NeuralSimConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> NeuralSimConfig:
+        data = dict(data)
+        if 'camera' in data and 'cameras' not in data:   # configs written before multi-camera
+            data['cameras'] = [data.pop('camera')]
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:

@@ -24,15 +24,17 @@ DEFAULT_TRAIN_STEPS = 600   # ~4-5 min for the default config on 2 cores, 1 thre
 GroundTruthFn = Callable[[list[Path], Path, list[str], int], object]
 
 
-def _camera(paired_dir: Path, preferred: str) -> str:
-    """``preferred`` when the paired episodes have it, else their first /real camera."""
+def _cameras(paired_dir: Path) -> list[str]:
+    """Every camera of the paired episodes: the sim episodes to translate have them all."""
     from comsim_teleop.episodes import Episode  # noqa: PLC0415
     eps = sorted(p.parent for p in paired_dir.rglob('metadata.yaml'))
     if not eps:
         raise NeuralSimError(f'no paired episodes (metadata.yaml) under {paired_dir}')
     with Episode.open(eps[0]) as ep:
         cams = sorted(camera_topics(ep.topics, '/real/cameras/'))
-    return preferred if preferred in cams or not cams else cams[0]
+    if not cams:
+        raise NeuralSimError(f'paired episode {eps[0]} has no /real/cameras/<camera> stream')
+    return cams
 
 
 def pick_per_task(sims: list[Path], n: int) -> list[Path]:
@@ -47,17 +49,18 @@ def pick_per_task(sims: list[Path], n: int) -> list[Path]:
 
 
 def generated_section(out: Path, sims: list[Path], pseudo: Path, ground_truth: GroundTruthFn,
-                      camera: str, episodes: int = 3, max_frames: int = 32, log=print) -> str:
+                      cameras: list[str], episodes: int = 3, max_frames: int = 32,
+                      log=print) -> str:
     """Render ground truth for a few translated sim episodes and score them (markdown)."""
     chosen = pick_per_task(sims, episodes)
     title = '### Translated generated episodes vs bench-lab ground truth\n\n'
     try:
         t0 = time.perf_counter()
-        ground_truth(chosen, out / 'ground_truth', [camera], max_frames)
+        ground_truth(chosen, out / 'ground_truth', list(cameras), max_frames)
         render_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         res = evaluate_generated([pseudo / p.name for p in chosen], out / 'ground_truth',
-                                 out / 'generated_eval', [camera], log=log)
+                                 out / 'generated_eval', list(cameras), log=log)
         eval_s = time.perf_counter() - t0
     except Exception as exc:  # the report says what failed; the neural-sim section goes on
         log(f'ground truth for generated episodes failed: {type(exc).__name__}: {exc}')
@@ -67,7 +70,8 @@ def generated_section(out: Path, sims: list[Path], pseudo: Path, ground_truth: G
     grid = res.grid.relative_to(out) if res.grid else None
     return (f'{title}The bench lab filmed each generated layout and trajectory (kinematic replay, '
             f'hidden realism on) at the sim frame stamps: ground truth that recorded episodes '
-            f'cannot give. Camera {camera}, up to {max_frames} frames spread over each episode, '
+            f'cannot give. Cameras {", ".join(cameras)}, up to {max_frames} frames spread over '
+            f'each episode, '
             f'{len(chosen)} episode(s); rendered in {render_s:.0f} s, scored in {eval_s:.0f} '
             f's. "sim" is the untranslated twin frame (the floor).\n\n{res.table}\n'
             + (f'![sim | translated | ground truth]({grid})\n' if grid else ''))
@@ -93,12 +97,14 @@ def neural_sim_stage(out: Path, paired_dir: Path, sim_dir: Path, log=print,
     if not sims:
         raise NeuralSimError(f'neural-sim stage: no sim episodes (metadata.yaml) under {sim_dir}')
     cfg = config or NeuralSimConfig()
-    cfg = cfg.replace(camera=_camera(paired_dir, cfg.camera), sample_every=10**9,
+    cfg = cfg.replace(cameras=_cameras(paired_dir), sample_every=10**9,
                       save_every=10**9, log_every=50)
-    clips = load_paired_dir(paired_dir, cfg.camera, cfg.command_topic)
+    clips = load_paired_dir(paired_dir, cfg.cameras, cfg.command_topic)
     cfg = cfg.replace(action_dim=int(clips[0].actions.shape[1]))
-    held = clips[-1:] if len(clips) > 1 else clips
-    train_clips = clips[:-1] if len(clips) > 1 else clips
+    names = sorted({c.name for c in clips})
+    held_name = names[-1] if len(names) > 1 else None   # the last episode, all its cameras
+    held = [c for c in clips if c.name == held_name] or clips
+    train_clips = [c for c in clips if c.name != held_name]
     n_steps = DEFAULT_TRAIN_STEPS if train_steps is None else int(train_steps)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -124,13 +130,14 @@ def neural_sim_stage(out: Path, paired_dir: Path, sim_dir: Path, log=print,
         shutil.copyfile(ckpt / 'loss.png', pics / 'neural_sim_loss.png')
     gen_md = ''
     if ground_truth is not None and ground_truth_episodes > 0:
-        gen_md = '\n' + generated_section(out, sims, pseudo, ground_truth, cfg.camera,
+        gen_md = '\n' + generated_section(out, sims, pseudo, ground_truth, cfg.cameras,
                                            ground_truth_episodes, ground_truth_frames, log)
-    held_note = ('held out: ' + ', '.join(abl.episodes) if len(clips) > 1 else
+    held_note = ('held out: ' + ', '.join(sorted(set(abl.episodes))) if held_name else
                  'only one paired episode: evaluated on its training episode (NOT held out)')
     md = (f'## Neural simulator\n\n'
-          f'Trained {n_steps} steps on {len(train_clips)} paired episode(s) (camera '
-          f'{cfg.camera}, {cfg.height}x{cfg.width}, {cfg.frames}-frame windows) in '
+          f'Trained {n_steps} steps on {len(names) - bool(held_name)} paired episode(s) '
+          f'(cameras {", ".join(cfg.cameras)}, one network; {cfg.height}x{cfg.width}, '
+          f'{cfg.frames}-frame windows) in '
           f'{train_s:.0f} s; loss {res.first_loss:.4f} -> {res.last_loss:.4f}. '
           f'Translated {len(sims)} sim episode(s) into `{pseudo}`.\n\n'
           f'![sim | translated | ground truth]({grid.relative_to(out)})\n\n'

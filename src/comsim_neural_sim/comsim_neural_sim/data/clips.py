@@ -8,6 +8,7 @@ position before the first command arrives).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,12 +23,14 @@ from .frames import frames_to_tensor
 
 @dataclass
 class PairedClip:
-    """One paired episode in memory: (T, H, W, 3) uint8 real and sim, (T, A) actions."""
+    """One camera of a paired episode in memory: (T, H, W, 3) uint8 real and sim, (T, A)
+    actions; ``camera`` '' means the config's first camera."""
 
     real: np.ndarray
     sim: np.ndarray
     actions: np.ndarray
     name: str = ''
+    camera: str = ''
 
     def __post_init__(self) -> None:
         n = len(self.real)
@@ -65,20 +68,22 @@ def load_paired_episode(path: str | Path, camera: str = 'front',
     if not real:
         raise NeuralSimError(f'paired episode {path}: no frame where real, sim and joint states '
                              f'align')
-    return PairedClip(np.stack(real), np.stack(sim), np.stack(actions), Path(path).name)
+    return PairedClip(np.stack(real), np.stack(sim), np.stack(actions), Path(path).name,
+                      camera)
 
 
-def load_paired_dir(directory: str | Path, camera: str = 'front',
+def load_paired_dir(directory: str | Path, cameras: str | Sequence[str] = 'front',
                     command_topic: str = '/joint_trajectory_controller/joint_trajectory'
                     ) -> list[PairedClip]:
-    """Every episode (a folder with ``metadata.yaml``) under ``directory``."""
+    """Every camera of every episode (a folder with ``metadata.yaml``) under ``directory``."""
     directory = Path(directory)
     if not directory.is_dir():
         raise FileNotFoundError(f'no paired-episode directory at {directory}')
     eps = sorted(p.parent for p in directory.rglob('metadata.yaml'))
     if not eps:
         raise NeuralSimError(f'no rosbag2 episodes (metadata.yaml) under {directory}')
-    return [load_paired_episode(p, camera, command_topic) for p in eps]
+    cams = [cameras] if isinstance(cameras, str) else list(cameras)
+    return [load_paired_episode(p, cam, command_topic) for p in eps for cam in cams]
 
 
 def action_stats(clips: list[PairedClip]) -> tuple[list[float], list[float]]:
@@ -113,20 +118,24 @@ class ClipDataset(Dataset):
         if not clips:
             raise NeuralSimError('no paired clips to train on')
         self.cfg = cfg
-        self.items: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+        self.items: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
         self.index: list[tuple[int, int]] = []
         for clip in clips:
             if clip.actions.shape[1] != cfg.action_dim:
                 raise InputShapeError(f'{clip.name}: actions have {clip.actions.shape[1]} '
                                       f'dimensions; config action_dim is {cfg.action_dim}')
+            if clip.camera and clip.camera not in cfg.cameras:
+                raise InputShapeError(f'{clip.name}: camera {clip.camera!r} is not one of the '
+                                      f'config cameras {cfg.cameras}')
             if len(clip.real) < cfg.frames:
                 continue
+            cam = torch.tensor(cfg.cameras.index(clip.camera) if clip.camera else 0)
             real = frames_to_tensor(clip.real, cfg.height, cfg.width)
             sim = frames_to_tensor(clip.sim, cfg.height, cfg.width)
             if codec is not None:
                 real, sim = codec.encode(real).cpu(), codec.encode(sim).cpu()
             k = len(self.items)
-            self.items.append((real, sim, normalise_actions(clip.actions, cfg)))
+            self.items.append((real, sim, normalise_actions(clip.actions, cfg), cam))
             starts = range(0, len(clip.real) - cfg.frames + 1, max(1, cfg.clip_stride))
             self.index.extend((k, s) for s in starts)
         if not self.index:
@@ -137,6 +146,7 @@ class ClipDataset(Dataset):
 
     def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
         k, s = self.index[i]
-        real, sim, act = self.items[k]
+        real, sim, act, cam = self.items[k]
         f = self.cfg.frames
-        return {'real': real[s:s + f], 'sim': sim[s:s + f], 'actions': act[s:s + f]}
+        return {'real': real[s:s + f], 'sim': sim[s:s + f], 'actions': act[s:s + f],
+                'camera': cam}

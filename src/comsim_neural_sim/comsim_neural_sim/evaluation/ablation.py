@@ -47,7 +47,7 @@ class AblationResult:
 def evaluate_clip(pipe: NeuralSimPipeline, clip: PairedClip, mode: str | None, steps: int,
                   w_action: float, w_sim: float, seed: int) -> tuple[dict[str, float], np.ndarray]:
     gen = clip.sim if mode is None else pipe(clip.sim, clip.actions, w_action, w_sim, steps,
-                                             seed, mode)
+                                             seed, mode, camera=clip.camera or None)
     return {**video_metrics(gen, clip.real), **action_consistency(gen, clip.real)}, gen
 
 
@@ -67,12 +67,12 @@ def run_ablation(pipeline: NeuralSimPipeline | str | Path, paired: str | Path | 
     pipe = (pipeline if isinstance(pipeline, NeuralSimPipeline)
             else NeuralSimPipeline.from_pretrained(pipeline))
     clips = (paired if isinstance(paired, list)
-             else load_paired_dir(paired, pipe.config.camera, pipe.config.command_topic))
+             else load_paired_dir(paired, pipe.config.cameras, pipe.config.command_topic))
     if not clips:
         raise NeuralSimError('no held-out paired episodes to evaluate')
     if max_frames:
         clips = [PairedClip(c.real[:max_frames], c.sim[:max_frames], c.actions[:max_frames],
-                            c.name) for c in clips]
+                            c.name, c.camera) for c in clips]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     per: dict[str, list[dict[str, float]]] = {k: [] for k in ABLATION_MODES}
@@ -83,7 +83,7 @@ def run_ablation(pipeline: NeuralSimPipeline | str | Path, paired: str | Path | 
             per[label].append(m)
             if i == 0 and mode == 'composed':
                 composed = gen
-        log(f'ablation: {clip.name} done ({i + 1}/{len(clips)})')
+        log(f'ablation: {clip.name} {clip.camera} done ({i + 1}/{len(clips)})')
     rows = {k: {m: float(np.mean([r[m] for r in v])) for m in METRICS} for k, v in per.items()}
     bad = [k for k, v in rows.items() if not all(math.isfinite(x) for x in v.values())]
     if bad:
@@ -94,7 +94,7 @@ def run_ablation(pipeline: NeuralSimPipeline | str | Path, paired: str | Path | 
     save_sheet(grid, [c0.sim[idx], composed[idx], c0.real[idx]],
                scale=max(1, 96 // c0.real.shape[1]))
     note = learned_metrics_note()
-    table = markdown_table(rows, len(clips))
+    table = markdown_table(rows, len({c.name for c in clips}))
     (out / 'ablation.md').write_text('# Neural-simulator ablation\n\n' + table + '\n' + note +
                                      '\n\n![sim | translated | ground truth](ablation_grid.png)\n')
     (out / 'ablation.json').write_text(json.dumps(

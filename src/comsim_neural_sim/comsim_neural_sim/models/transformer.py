@@ -44,7 +44,7 @@ class NeuralSimTransformer(ModelMixin, ConfigMixin):
     @register_to_config
     def __init__(self, frames: int = 8, channels: int = 3, height: int = 32, width: int = 40,
                  action_dim: int = 7, width_dim: int = 64, depth: int = 4, heads: int = 4,
-                 patch_size: int = 4, patch_size_t: int = 1) -> None:
+                 patch_size: int = 4, patch_size_t: int = 1, cameras: int = 1) -> None:
         super().__init__()
         p, pt, dim = patch_size, patch_size_t, width_dim
         self.grid = (frames // pt, height // p, width // p)
@@ -54,6 +54,9 @@ class NeuralSimTransformer(ModelMixin, ConfigMixin):
         self.time_proj = Timesteps(dim, flip_sin_to_cos=True, downscale_freq_shift=0)
         self.time_embed = TimestepEmbedding(dim, dim)
         self.actions = ActionEncoder(action_dim * pt, dim, self.grid[0])
+        # one network for every camera: which one is a learned offset of the timestep embedding
+        self.camera_embed = nn.Embedding(cameras, dim)
+        nn.init.zeros_(self.camera_embed.weight)
         self.blocks = nn.ModuleList(NeuralSimBlock(dim, heads) for _ in range(depth))
         self.norm_out = nn.LayerNorm(dim, elementwise_affine=False, eps=1e-6)
         self.ada_out = nn.Linear(dim, 2 * dim)
@@ -89,13 +92,14 @@ class NeuralSimTransformer(ModelMixin, ConfigMixin):
     def forward(self, sample: torch.Tensor, timestep: torch.Tensor, sim: torch.Tensor,
                 actions: torch.Tensor, sim_keep: torch.Tensor | None = None,
                 action_keep: torch.Tensor | None = None, context: torch.Tensor | None = None,
-                context_mask: torch.Tensor | None = None,
+                context_mask: torch.Tensor | None = None, camera: torch.Tensor | None = None,
                 return_dict: bool = True) -> NeuralSimTransformerOutput | tuple[torch.Tensor]:
         """Predict noise/velocity for ``sample`` at ``timestep``.
 
         ``sim_keep``/``action_keep`` (B,) are 1 where the condition is given and 0 where it is
         dropped (default: all given). ``context`` holds known frames where ``context_mask``
-        (B, F) is 1, e.g. the last generated frames of the previous window.
+        (B, F) is 1, e.g. the last generated frames of the previous window. ``camera`` (B,)
+        indexes the config's cameras (default 0).
         """
         self.check_inputs(sample, actions)
         if sim.shape != sample.shape:
@@ -123,6 +127,12 @@ class NeuralSimTransformer(ModelMixin, ConfigMixin):
         pt = self.config.patch_size_t
         act = self.actions(actions.reshape(b, gt, pt * self.config.action_dim), action_keep)
         t_emb = self.time_embed(self.time_proj(timestep.to(dev).reshape(-1).expand(b)).to(dtype))
+        cam = (torch.zeros(b, dtype=torch.long, device=dev) if camera is None
+               else camera.to(dev, torch.long).reshape(b))
+        if cam.numel() and (cam.min() < 0 or cam.max() >= self.config.cameras):
+            raise InputShapeError(f'camera index {cam.tolist()} out of range: the model knows '
+                                  f'{self.config.cameras} camera(s)')
+        t_emb = t_emb + self.camera_embed(cam).to(dtype)
         gate = self.skip_gate(nn.functional.silu(t_emb)).view(b, 1, ch, 1, 1)
         cond = (t_emb[:, None] + act).repeat_interleave(gh * gw, dim=1)  # (B, N, D)
         for block in self.blocks:

@@ -58,7 +58,8 @@ def compose_joint(eps_uncond: torch.Tensor, eps_joint: torch.Tensor, w: float) -
 def guided_prediction(model: torch.nn.Module, sample: torch.Tensor, timestep: torch.Tensor,
                       sim: torch.Tensor, actions: torch.Tensor, weights: GuidanceWeights,
                       mode: str = 'composed', context: torch.Tensor | None = None,
-                      context_mask: torch.Tensor | None = None) -> torch.Tensor:
+                      context_mask: torch.Tensor | None = None,
+                      camera: torch.Tensor | None = None) -> torch.Tensor:
     """Guided noise/velocity prediction for a batch of B clips in one batched forward."""
     coefs = weights.coefficients(mode)
     names = list(coefs)
@@ -69,8 +70,8 @@ def guided_prediction(model: torch.nn.Module, sample: torch.Tensor, timestep: to
     t = timestep.reshape(-1).to(sample.device)
     t = (t.expand(b) if t.numel() == 1 else t).repeat(k)
     out = model(rep(sample), t, rep(sim), rep(actions), sim_keep=keep[:, 0],
-                action_keep=keep[:, 1], context=rep(context), context_mask=rep(context_mask)
-                ).sample
+                action_keep=keep[:, 1], context=rep(context), context_mask=rep(context_mask),
+                camera=rep(camera)).sample
     parts = out.split(b, dim=0)
     result = coefs[names[0]] * parts[0]
     for name, part in zip(names[1:], parts[1:]):

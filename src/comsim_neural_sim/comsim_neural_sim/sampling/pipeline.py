@@ -62,6 +62,16 @@ class NeuralSimPipeline:
     def device(self) -> torch.device:
         return next(self.transformer.parameters()).device
 
+    def camera_index(self, camera: str | None) -> int:
+        """Index of ``camera`` among the cameras the checkpoint was trained on (None: 0)."""
+        if camera is None:
+            return 0
+        if camera not in self.config.cameras:
+            raise NeuralSimError(f'camera {camera!r}: this checkpoint was trained on cameras '
+                                 f'{self.config.cameras} only; a camera it never saw would be '
+                                 f'translated blind')
+        return self.config.cameras.index(camera)
+
     # -- model space ----------------------------------------------------------------------
     def encode_frames(self, frames: np.ndarray) -> torch.Tensor:
         """(T, H, W, 3) uint8 -> (T, C, h, w) model-space tensor on the pipeline's device."""
@@ -78,7 +88,8 @@ class NeuralSimPipeline:
     def sample_window(self, sim: torch.Tensor, actions: torch.Tensor, weights: GuidanceWeights,
                       mode: str, steps: int, generator: torch.Generator,
                       context: torch.Tensor | None = None,
-                      context_mask: torch.Tensor | None = None) -> torch.Tensor:
+                      context_mask: torch.Tensor | None = None,
+                      camera: torch.Tensor | None = None) -> torch.Tensor:
         """Denoise one batch of windows (B, F, C, h, w) from noise in ``steps`` steps."""
         if steps < 1:
             raise NeuralSimError(f'steps must be >= 1, got {steps}')
@@ -92,14 +103,16 @@ class NeuralSimPipeline:
         for t in sched.timesteps:
             with autocast:
                 pred = guided_prediction(self.transformer, x, t.expand(x.shape[0]).float(), sim,
-                                         actions, weights, mode, context, context_mask)
+                                         actions, weights, mode, context, context_mask, camera)
             x = sched.step(pred.float(), t, x).prev_sample
         return x
 
     @torch.no_grad()
     def generate(self, sim: torch.Tensor, actions: torch.Tensor, weights: GuidanceWeights,
-                 mode: str = 'composed', steps: int = 10, seed: int = 0) -> torch.Tensor:
-        """Model-space episodes (B, T, C, h, w) and normalised actions (B, T, A), any T."""
+                 mode: str = 'composed', steps: int = 10, seed: int = 0,
+                 camera: torch.Tensor | None = None) -> torch.Tensor:
+        """Model-space episodes (B, T, C, h, w) and normalised actions (B, T, A), any T;
+        ``camera`` (B,) indexes the config's cameras (default: the first)."""
         cfg = self.config
         b, t_len = sim.shape[:2]
         f, k = cfg.frames, cfg.context_frames
@@ -119,18 +132,19 @@ class NeuralSimPipeline:
             s = w * stride
             ctx = out[:, s:s + f] if w else None
             x = self.sample_window(sim[:, s:s + f], actions[:, s:s + f], weights, mode, steps,
-                                   gen, ctx, mask if w else None)
+                                   gen, ctx, mask if w else None, camera)
             lo = 0 if w == 0 else k
             out[:, s + lo:s + f] = x[:, lo:]
         return out[:, :t_len]
 
     def __call__(self, sim_frames: np.ndarray, actions: np.ndarray, w_action: float = 1.0,
                  w_sim: float = 1.0, steps: int = 10, seed: int = 0, mode: str = 'composed',
-                 w_joint: float | None = None) -> np.ndarray:
+                 w_joint: float | None = None, camera: str | None = None) -> np.ndarray:
         """Translate a sim episode (T, H, W, 3) uint8 driven by ``actions`` (T, A).
 
         Returns (T, H, W, 3) uint8 at the input's resolution. ``mode``: 'composed' (w_action,
-        w_sim), 'joint' (w_joint, default w_action), 'action', 'sim' or 'uncond'.
+        w_sim), 'joint' (w_joint, default w_action), 'action', 'sim' or 'uncond'. ``camera``:
+        which of the checkpoint's cameras filmed it (None: the first).
         """
         if mode not in MODES:
             raise NeuralSimError(f'unknown mode {mode!r}; one of {MODES}')
@@ -142,7 +156,8 @@ class NeuralSimPipeline:
         a = normalise_actions(actions, self.config).to(self.device)
         sim = self.encode_frames(sim_frames)
         weights = GuidanceWeights(w_action, w_sim, w_action if w_joint is None else w_joint)
-        out = self.generate(sim[None], a[None], weights, mode, steps, seed)[0]
+        cam = torch.tensor([self.camera_index(camera)], device=self.device)
+        out = self.generate(sim[None], a[None], weights, mode, steps, seed, cam)[0]
         h, w = sim_frames.shape[1:3]
         return self.decode_frames(out, h, w)
 

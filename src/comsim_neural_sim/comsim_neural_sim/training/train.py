@@ -55,7 +55,7 @@ def load_clips(data: str, cfg: NeuralSimConfig) -> list[PairedClip]:
         t = int(parts[2]) if len(parts) > 2 else 4 * cfg.frames
         return [synthetic_pair(t, cfg.height, cfg.width, cfg.action_dim, seed=i)
                 for i in range(n)]
-    return load_paired_dir(data, cfg.camera, cfg.command_topic)
+    return load_paired_dir(data, cfg.cameras, cfg.command_topic)
 
 
 def _batches(loader: DataLoader):
@@ -69,7 +69,7 @@ def _validation_sheet(path: Path, model: torch.nn.Module, cfg: NeuralSimConfig,
     sim, act, real = batch['sim'][:1], batch['actions'][:1], batch['real'][:1]
     was_training = model.training
     out = pipe.generate(sim.to(pipe.device), act.to(pipe.device), GuidanceWeights(1.0, 1.0),
-                        'composed', steps=10, seed=0)
+                        'composed', steps=10, seed=0, camera=batch['camera'][:1])
     model.train(was_training)
     rows = [pipe.decode_frames(x[0].to(pipe.device), cfg.height, cfg.width)
             for x in (sim, real, out)]
@@ -127,7 +127,7 @@ def train(cfg: NeuralSimConfig, clips: list[PairedClip], out: str | Path, resume
         ctx = masks.context.to(real.device)
         with accel.autocast():
             pred = model(noisy, t.to(real.device), sim, act, masks.sim_keep, masks.action_keep,
-                         context=real, context_mask=ctx).sample
+                         context=real, context_mask=ctx, camera=batch['camera']).sample
         per_frame = ((pred.float() - target) ** 2).mean(dim=(2, 3, 4))
         weight = 1.0 - ctx
         loss = (per_frame * weight).sum() / weight.sum().clamp_min(1.0)

@@ -105,7 +105,7 @@ def checkpoint_provenance(pipe: NeuralSimPipeline, checkpoint: str | Path | None
                           ) -> dict[str, Any]:
     return {'checkpoint': str(Path(checkpoint).resolve()) if checkpoint else None,
             'config_hash': config_hash(pipe), 'guidance': {'mode': mode, **weights},
-            'steps': int(steps), 'seed': int(seed), 'trained_camera': pipe.config.camera}
+            'steps': int(steps), 'seed': int(seed), 'trained_cameras': list(pipe.config.cameras)}
 
 
 def is_complete(episode_dir: Path) -> bool:
@@ -123,6 +123,8 @@ def translate_frames(pipe: NeuralSimPipeline, eps: Sequence[SimEpisode], topic: 
                      ) -> list[np.ndarray]:
     """Translate one camera of several episodes in ONE batch (padded to the longest)."""
     frames = [e.images[topic][1] for e in eps]
+    camera = topic.split('/')[-2]   # /cameras/<camera>/image_raw
+    cam_index = pipe.camera_index(camera)
     acts = [e.actions[topic] for e in eps]
     for e, a in zip(eps, acts):
         if a.shape[1] != pipe.config.action_dim:
@@ -135,11 +137,12 @@ def translate_frames(pipe: NeuralSimPipeline, eps: Sequence[SimEpisode], topic: 
         sim = torch.stack([pipe.encode_frames(pad(f)) for f in frames])
         act = torch.stack([normalise_actions(pad(a), pipe.config) for a in acts]).to(pipe.device)
         w = GuidanceWeights(weights['w_action'], weights['w_sim'], weights['w_joint'])
-        out = pipe.generate(sim, act, w, mode, steps, seed)
+        out = pipe.generate(sim, act, w, mode, steps, seed,
+                            torch.full((len(eps),), cam_index, device=pipe.device))
         h, wd = frames[0].shape[1:3]
         return [pipe.decode_frames(o[:len(f)], h, wd) for o, f in zip(out, frames)]
     return [pipe(f, a, weights['w_action'], weights['w_sim'], steps, seed, mode,
-                 weights['w_joint']) for f, a in zip(frames, acts)]
+                 weights['w_joint'], camera) for f, a in zip(frames, acts)]
 
 
 def write_translated(sim: SimEpisode, translated: dict[str, np.ndarray], out_dir: Path,
