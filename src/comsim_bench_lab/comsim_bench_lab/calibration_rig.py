@@ -27,7 +27,14 @@ from comsim_bench_lab.cameras import LensModel, calibration_of
 from comsim_bench_lab.config import CameraConfig, LabConfig
 from comsim_bench_lab.postprocess import SensorModel
 from comsim_bench_lab.realism import RealismProfile
-from comsim_bench_lab.scene import ROBOT_PREFIX, _add_realism_materials, _rgba, _styles
+from comsim_bench_lab.scene import (
+    ROBOT_PREFIX,
+    _styles,
+    add_cameras,
+    add_lights,
+    add_robot,
+    lab_spec,
+)
 from comsim_teleop.paths import resolve_config_path
 from comsim_teleop.recording.bag_writer import EpisodeBagWriter
 from comsim_teleop.recording.sidecar import write_sidecar
@@ -133,48 +140,11 @@ def _add_board(spec: mujoco.MjSpec, board: Board) -> None:
 
 def build_rig_scene(cfg: LabConfig, realism: RealismProfile | None, robot_path: str,
                     board: Board) -> tuple[mujoco.MjModel, dict[str, LensModel]]:
-    """The lab's table, floor, arm, cameras and lights (as scene.build_scene) plus the board."""
-    spec = mujoco.MjSpec()
-    spec.modelname = 'comsim_calibration_rig'
-    spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST   # as the arm's MJCF
-    spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
-    spec.option.impratio = 10.0
-    spec.visual.headlight.ambient = [0.25, 0.25, 0.25]
-    spec.visual.headlight.diffuse = [0.35, 0.35, 0.35]
-    spec.visual.quality.shadowsize = realism.shadow_size if realism else 1024
-    spec.visual.quality.offsamples = 2
-    t = cfg.table
-    table = spec.worldbody.add_geom()
-    table.name, table.type = 'table', mujoco.mjtGeom.mjGEOM_BOX
-    table.size = [t.size[0] / 2, t.size[1] / 2, t.thickness / 2]
-    table.pos = [t.center[0], t.center[1], -t.thickness / 2]
-    table.rgba = _rgba(t.color)
-    floor = spec.worldbody.add_geom()
-    floor.name, floor.type = 'floor', mujoco.mjtGeom.mjGEOM_PLANE
-    floor.size, floor.pos = [3.0, 3.0, 0.05], [0.0, 0.0, -t.height]
-    floor.rgba = [0.42, 0.42, 0.45, 1.0]
-    spec.attach(mujoco.MjSpec.from_file(robot_path), frame=spec.worldbody.add_frame(),
-                prefix=ROBOT_PREFIX)
-    lenses: dict[str, LensModel] = {}
-    for name, cam_cfg in cfg.cameras.items():
-        lenses[name] = LensModel(cam_cfg)
-        cam = spec.worldbody.add_camera()
-        cam.name = name
-        lenses[name].configure(cam)
-    spec.visual.global_.offwidth = max(64, *(ln.render_width for ln in lenses.values()))
-    spec.visual.global_.offheight = max(64, *(ln.render_height for ln in lenses.values()))
-    for light_cfg in cfg.lights:
-        light = spec.worldbody.add_light()
-        light.pos, light.dir = light_cfg.position.tolist(), light_cfg.direction.tolist()
-        light.diffuse, light.castshadow = light_cfg.diffuse.tolist(), light_cfg.castshadow
-    if realism is not None:
-        for extra in realism.extra_lights:
-            light = spec.worldbody.add_light()
-            light.pos = list(map(float, extra.get('position', [0.5, 0.5, 1.5])))
-            light.dir = list(map(float, extra.get('direction', [0, 0, -1])))
-            light.diffuse = list(map(float, extra.get('diffuse', [0.3, 0.3, 0.3])))
-            light.castshadow = bool(extra.get('castshadow', False))
-        _add_realism_materials(spec, realism)
+    """The lab (scene.py's room, arm, cameras and lights, no objects) plus the board."""
+    spec = lab_spec(cfg, realism, 'comsim_calibration_rig')
+    add_robot(spec, robot_path)
+    lenses = add_cameras(spec, cfg)
+    add_lights(spec, cfg, realism)
     _add_board(spec, board)        # after the realism materials: the print is matte
     model = spec.compile()
     _styles(model, realism, len(cfg.lights)).apply(model, realism is not None)

@@ -86,10 +86,10 @@ def _add_object(spec: mujoco.MjSpec, obj: ObjectConfig) -> None:
         geom.mass = obj.mass
 
 
-def build_scene(cfg: LabConfig, objects: dict[str, ObjectConfig], markers: list[Marker],
-                realism: RealismProfile | None, robot_path: str) -> Scene:
+def lab_spec(cfg: LabConfig, realism: RealismProfile | None, name: str) -> mujoco.MjSpec:
+    """The lab's empty room: physics and render options, the table and the floor."""
     spec = mujoco.MjSpec()
-    spec.modelname = 'comsim_bench_lab'
+    spec.modelname = name
     spec.option.timestep = cfg.timestep
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
@@ -98,8 +98,6 @@ def build_scene(cfg: LabConfig, objects: dict[str, ObjectConfig], markers: list[
     spec.visual.headlight.diffuse = [0.35, 0.35, 0.35]
     spec.visual.quality.shadowsize = realism.shadow_size if realism else 1024
     spec.visual.quality.offsamples = 2
-
-    # table and floor
     t = cfg.table
     table = spec.worldbody.add_geom()
     table.name = 'table'
@@ -114,37 +112,32 @@ def build_scene(cfg: LabConfig, objects: dict[str, ObjectConfig], markers: list[
     floor.size = [3.0, 3.0, 0.05]
     floor.pos = [0.0, 0.0, -t.height]
     floor.rgba = [0.42, 0.42, 0.45, 1.0]
-    for marker in markers:
-        geom = spec.worldbody.add_geom()
-        geom.name = marker.name
-        geom.type = mujoco.mjtGeom.mjGEOM_BOX
-        geom.size = [marker.half_size[0], marker.half_size[1], 0.0004]
-        geom.pos = [0.0, 0.0, 0.0004]
-        geom.rgba = _rgba(np.asarray(marker.color))
-        geom.contype = 0
-        geom.conaffinity = 0
-        geom.group = 1
+    return spec
 
-    # robot at the world origin (= base frame)
-    frame = spec.worldbody.add_frame()
-    spec.attach(mujoco.MjSpec.from_file(robot_path), frame=frame, prefix=ROBOT_PREFIX)
 
-    for obj in objects.values():
-        _add_object(spec, obj)
+def add_robot(spec: mujoco.MjSpec, robot_path: str) -> None:
+    """The arm's MJCF at the world origin (= base frame), names prefixed ``ROBOT_PREFIX``."""
+    spec.attach(mujoco.MjSpec.from_file(robot_path), frame=spec.worldbody.add_frame(),
+                prefix=ROBOT_PREFIX)
 
+
+def add_cameras(spec: mujoco.MjSpec, cfg: LabConfig) -> dict[str, LensModel]:
+    """One MuJoCo camera per lab camera; the offscreen buffer fits the largest padded render."""
     lenses: dict[str, LensModel] = {}
-    max_w = max_h = 0
     for name, cam_cfg in cfg.cameras.items():
         lens = LensModel(cam_cfg)
         cam = spec.worldbody.add_camera()
         cam.name = name
         lens.configure(cam)
         lenses[name] = lens
-        max_w, max_h = max(max_w, lens.render_width), max(max_h, lens.render_height)
-    spec.visual.global_.offwidth = max(max_w, 64)
-    spec.visual.global_.offheight = max(max_h, 64)
+    spec.visual.global_.offwidth = max(64, *(ln.render_width for ln in lenses.values()))
+    spec.visual.global_.offheight = max(64, *(ln.render_height for ln in lenses.values()))
+    return lenses
 
-    n_plain_lights = len(cfg.lights)
+
+def add_lights(spec: mujoco.MjSpec, cfg: LabConfig, realism: RealismProfile | None) -> None:
+    """The configured lights; with realism also its extra lights and materials (the hidden look
+    the twin does not copy)."""
     for light_cfg in cfg.lights:
         light = spec.worldbody.add_light()
         light.pos = light_cfg.position.tolist()
@@ -159,8 +152,28 @@ def build_scene(cfg: LabConfig, objects: dict[str, ObjectConfig], markers: list[
             light.diffuse = list(map(float, extra.get('diffuse', [0.3, 0.3, 0.3])))
             light.castshadow = bool(extra.get('castshadow', False))
         _add_realism_materials(spec, realism)
+
+
+def build_scene(cfg: LabConfig, objects: dict[str, ObjectConfig], markers: list[Marker],
+                realism: RealismProfile | None, robot_path: str) -> Scene:
+    spec = lab_spec(cfg, realism, 'comsim_bench_lab')
+    for marker in markers:
+        geom = spec.worldbody.add_geom()
+        geom.name = marker.name
+        geom.type = mujoco.mjtGeom.mjGEOM_BOX
+        geom.size = [marker.half_size[0], marker.half_size[1], 0.0004]
+        geom.pos = [0.0, 0.0, 0.0004]
+        geom.rgba = _rgba(np.asarray(marker.color))
+        geom.contype = 0
+        geom.conaffinity = 0
+        geom.group = 1
+    add_robot(spec, robot_path)
+    for obj in objects.values():
+        _add_object(spec, obj)
+    lenses = add_cameras(spec, cfg)
+    add_lights(spec, cfg, realism)
     model = spec.compile()
-    styles = _styles(model, realism, n_plain_lights)
+    styles = _styles(model, realism, len(cfg.lights))
     return Scene(model, lenses, styles, list(objects))
 
 
