@@ -28,6 +28,8 @@ class Oracle(torch.nn.Module):
         if self.prediction == 'flow':
             s = (t.float() / self.n).view(b, 1, 1, 1, 1)
             return (x - x0) / s                       # velocity noise - x0
+        if self.prediction == 'sample':
+            return x0                                 # the clean clip itself
         ac = self.ac[t.round().long()].view(b, 1, 1, 1, 1)
         return (x - ac.sqrt() * x0) / (1 - ac).sqrt()  # epsilon
 
@@ -39,7 +41,7 @@ class Oracle(torch.nn.Module):
         return out
 
 
-@pytest.mark.parametrize('prediction', ['epsilon', 'flow'])
+@pytest.mark.parametrize('prediction', ['sample', 'epsilon', 'flow'])
 def test_corruption_and_sampler_agree(prediction):
     cfg = tiny_config(prediction=prediction)
     pipe = new_pipeline(cfg)

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from .config import CONFIG_NAME, NeuralSimConfig
@@ -30,13 +31,24 @@ def check_transformer(cfg: NeuralSimConfig, model: NeuralSimTransformer, where: 
             'action_dim': cfg.action_dim, 'width_dim': cfg.width_dim, 'depth': cfg.depth,
             'heads': cfg.heads, 'patch_size': cfg.patch_size, 'patch_size_t': cfg.patch_size_t,
             'cameras': len(cfg.cameras)}
-    diff = {k: (model.config.get(k, 1), v) for k, v in want.items()
-            if model.config.get(k, 1) != v}
+    diff = {k: (model.config[k], v) for k, v in want.items() if model.config[k] != v}
     if diff:
         raise CheckpointMismatchError(f'{where}: transformer weights do not match '
                                       f'{CONFIG_NAME}: ' + ', '.join(
                                           f'{k} weights {a!r} vs config {b!r}'
                                           for k, (a, b) in diff.items()))
+
+
+def check_saved_transformer(path: Path) -> None:
+    """Refuse saved transformer weights written before the model had a camera embedding
+    (loading them would leave that layer uninitialised)."""
+    cfg_file = Path(path) / 'config.json'
+    if not cfg_file.is_file():
+        raise FileNotFoundError(f'{path}: no transformer config.json (not a neural-sim '
+                                f'checkpoint?)')
+    if 'cameras' not in json.loads(cfg_file.read_text()):
+        raise CheckpointMismatchError(f'{path}: written by an older ComSim without per-camera '
+                                      f'conditioning; retrain it (comsim-neural-sim-train)')
 
 
 def load_config(path: str | Path, expect: NeuralSimConfig | None = None) -> NeuralSimConfig:

@@ -50,7 +50,7 @@ class NeuralSimConfig:
     patch_size_t: int = 1
     action_dim: int = 7
     # diffusion
-    prediction: str = 'epsilon'          # epsilon (DDPM/DDIM) | flow (flow matching velocity)
+    prediction: str = 'sample'   # sample (x0) | epsilon (both DDPM/DDIM) | flow (flow matching)
     num_train_timesteps: int = 1000
     # condition dropout (each independently, per sample)
     p_drop_action: float = 0.15
@@ -96,8 +96,9 @@ class NeuralSimConfig:
         """Raise ``ConfigError`` for values no model can be built from."""
         if self.space not in ('pixel', 'latent'):
             raise ConfigError(f"space must be 'pixel' or 'latent', got {self.space!r}")
-        if self.prediction not in ('epsilon', 'flow'):
-            raise ConfigError(f"prediction must be 'epsilon' or 'flow', got {self.prediction!r}")
+        if self.prediction not in ('epsilon', 'sample', 'flow'):
+            raise ConfigError(f"prediction must be 'epsilon', 'sample' or 'flow', got "
+                              f"{self.prediction!r}")
         for name in ('frames', 'height', 'width', 'channels', 'width_dim', 'depth', 'heads',
                      'patch_size', 'patch_size_t', 'action_dim', 'batch_size'):
             if int(getattr(self, name)) < 1:

@@ -12,7 +12,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..checkpoint import check_transformer, load_config, transformer_from_config
+from ..checkpoint import (
+    check_saved_transformer,
+    check_transformer,
+    load_config,
+    transformer_from_config,
+)
 from ..config import NeuralSimConfig
 from ..data.clips import normalise_actions
 from ..data.frames import check_frames, frames_to_tensor, tensor_to_frames
@@ -42,6 +47,7 @@ class NeuralSimPipeline:
                         device: str | torch.device | None = None) -> NeuralSimPipeline:
         """Load a checkpoint; ``config`` (optional) must describe the same architecture."""
         cfg = load_config(path, expect=config)
+        check_saved_transformer(Path(path) / 'transformer')
         model = NeuralSimTransformer.from_pretrained(Path(path) / 'transformer')
         pipe = cls(model, cfg)
         return pipe.to(device or ('cuda' if torch.cuda.is_available() else 'cpu'))

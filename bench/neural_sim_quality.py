@@ -1,0 +1,80 @@
+"""Neural-sim quality per prediction target at the same training budget (issue 4).
+
+Trains the default CPU config for ``--steps`` on paired episodes (all but the last; one camera)
+once per ``--prediction`` and scores each on the held-out last episode: PSNR/SSIM of composed,
+sim-only and action-only translations against its /real frames, and of the twin frames (floor).
+
+    .venv/bin/python bench/neural_sim_quality.py --paired output/main_job/latest/twin/paired \
+        [--prediction sample epsilon] [--steps 400] [--frames 32] [--camera front]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from comsim_neural_sim.config import NeuralSimConfig
+from comsim_neural_sim.data.clips import load_paired_dir
+from comsim_neural_sim.evaluation.metrics import video_metrics
+from comsim_neural_sim.sampling.pipeline import NeuralSimPipeline
+from comsim_neural_sim.training.train import train
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--paired', type=Path, required=True)
+    ap.add_argument('--prediction', nargs='+', default=['sample', 'epsilon'])
+    ap.add_argument('--steps', type=int, default=400)
+    ap.add_argument('--frames', type=int, default=32)
+    ap.add_argument('--camera', default='front')
+    ap.add_argument('--json', type=Path, default=ROOT / 'bench' / 'results' /
+                    'neural_sim_quality.json')
+    args = ap.parse_args(argv)
+    torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', '1')))
+    clips = load_paired_dir(args.paired, [args.camera])
+    held, train_clips = clips[-1], clips[:-1]
+    n = args.frames
+    rows = {}
+    for pred in args.prediction:
+        cfg = NeuralSimConfig(cameras=[args.camera], prediction=pred, sample_every=10**9,
+                              save_every=10**9, log_every=100,
+                              action_dim=int(clips[0].actions.shape[1]))
+        out = Path(tempfile.mkdtemp(prefix=f'nsq_{pred}_'))
+        t0 = time.perf_counter()
+        res = train(cfg, train_clips, out, steps=args.steps, log=lambda s: None)
+        train_s = time.perf_counter() - t0
+        pipe = NeuralSimPipeline.from_pretrained(out)
+        row = {'train_s': round(train_s, 1), 'loss_first': res.first_loss,
+               'loss_last': res.last_loss}
+        for mode in ('composed', 'sim', 'action'):
+            gen = pipe(held.sim[:n], held.actions[:n], 1.0, 1.0, 10, 0, mode,
+                       camera=args.camera)
+            row[mode] = video_metrics(gen, held.real[:n])
+        rows[pred] = row
+        print(pred, json.dumps({k: (round(v['psnr'], 2) if isinstance(v, dict) else v)
+                                for k, v in row.items()}), flush=True)
+    result = {'command': shlex.join([sys.executable, *sys.argv]),
+              'machine': {'platform': platform.platform(), 'cpus': os.cpu_count(),
+                          'torch': torch.__version__, 'threads': torch.get_num_threads()},
+              'held_out': held.name, 'camera': args.camera, 'frames': n,
+              'train_episodes': len(train_clips), 'steps': args.steps,
+              'floor_twin_frames': video_metrics(held.sim[:n], held.real[:n]),
+              'by_prediction': rows}
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=1))
+    print(f'wrote {args.json}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
