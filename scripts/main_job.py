@@ -189,6 +189,9 @@ def main(argv=None) -> int:
     parser.add_argument('--sim-per-task', type=int, default=4)
     parser.add_argument('--neural-sim-steps', type=int, default=400,
                         help='training steps of the neural simulator (default: its config)')
+    parser.add_argument('--neural-sim-sample-steps', type=int, default=4,
+                        help='DDIM steps per translated window (bench/neural_sim_quality.py: '
+                             '4 steps score as well as 10 for the x0-predicting CPU model)')
     parser.add_argument('--ground-truth-episodes', type=int, default=3,
                         help='translated sim episodes scored against bench-lab ground truth '
                              '(one per task in turn; 0: none)')
@@ -224,6 +227,7 @@ def main(argv=None) -> int:
                                              out / 'twin' / 'sim',
                                              log=lambda m: print(f'[neural_sim] {m}', flush=True),
                                              train_steps=args.neural_sim_steps,
+                                             steps=args.neural_sim_sample_steps,
                                              ground_truth=bench_ground_truth,
                                              ground_truth_episodes=args.ground_truth_episodes)
         sections.append(_relink(text, out / 'neural_sim', out)

@@ -118,7 +118,9 @@ def neural_sim_stage(out: Path, paired_dir: Path, sim_dir: Path, log=print,
         log(f'neural sim: trained {n_steps} steps in {train_s:.0f} s, loss '
             f'{res.first_loss:.4f} -> {res.last_loss:.4f}')
         pseudo = out / 'pseudo_real'
+        t0 = time.perf_counter()
         translate_dir(sims, ckpt, pseudo, steps=steps, log=log)
+        translate_s = time.perf_counter() - t0
         abl = run_ablation(ckpt, held, out / 'ablation', steps=steps, log=log)
     finally:
         torch.set_num_threads(threads)
@@ -139,7 +141,8 @@ def neural_sim_stage(out: Path, paired_dir: Path, sim_dir: Path, log=print,
           f'(cameras {", ".join(cfg.cameras)}, one network; {cfg.height}x{cfg.width}, '
           f'{cfg.frames}-frame windows) in '
           f'{train_s:.0f} s; loss {res.first_loss:.4f} -> {res.last_loss:.4f}. '
-          f'Translated {len(sims)} sim episode(s) into `{pseudo}`.\n\n'
+          f'Translated {len(sims)} sim episode(s) into `{pseudo}` ({steps} DDIM steps per '
+          f'window, {translate_s:.0f} s).\n\n'
           f'![sim | translated | ground truth]({grid.relative_to(out)})\n\n'
           f'Ablation ({held_note}):\n\n{abl.table}\n{abl.note}\n{gen_md}')
     return md, pseudo
