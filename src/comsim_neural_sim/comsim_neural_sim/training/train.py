@@ -81,7 +81,9 @@ def train(cfg: NeuralSimConfig, clips: list[PairedClip], out: str | Path, resume
     """Train (or resume) for ``steps`` (default ``cfg.steps``) total optimiser steps."""
     out = Path(out)
     total = cfg.steps if steps is None else steps
-    accel = Accelerator(mixed_precision='bf16' if torch.cuda.is_available() else 'no')
+    gpu = torch.cuda.is_available()
+    # cpu=True lets a CPU-only torchrun/accelerate launch form a gloo process group (MULTI_CPU)
+    accel = Accelerator(mixed_precision='bf16' if gpu else 'no', cpu=not gpu)
     state_dir = out / 'train_state'
     if resume:
         saved = load_config(out, expect=cfg)
@@ -102,10 +104,15 @@ def train(cfg: NeuralSimConfig, clips: list[PairedClip], out: str | Path, resume
         meta = load_train_state(state_dir, model, ema.model, opt)
         start, ema.step = int(meta['step']), int(meta['ema_step'])
         log(f'resumed at step {start} from {state_dir}')
-    gen = torch.Generator().manual_seed(cfg.seed + start)
+    # Shuffling is seeded alike on every process (accelerate shards it); the noise, timesteps
+    # and condition dropout differ per process, or data-parallel ranks would repeat each other.
+    shuffle = torch.Generator().manual_seed(cfg.seed + start)
+    gen = torch.Generator().manual_seed(cfg.seed + start + 7919 * accel.process_index)
     loader = DataLoader(dataset, batch_size=cfg.batch_size, shuffle=True, drop_last=False,
-                        generator=gen)
+                        generator=shuffle)
     model, opt, loader = accel.prepare(model, opt, loader)
+    log(f'training on {accel.num_processes} process(es), device {accel.device}, '
+        f'{len(dataset)} windows')
     ema.model.to(accel.device)
     scheduler = make_scheduler(cfg)
     val_batch = next(iter(DataLoader(dataset, batch_size=1)))
