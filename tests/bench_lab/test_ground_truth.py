@@ -216,3 +216,40 @@ def test_layout_conversion_and_camera_rescale(lab_config):
     assert list(half.cameras) == ['front'] and (cam.width, cam.height) == (160, 120)
     assert cam.fx == pytest.approx(full.fx / 2) and cam.cx == pytest.approx((full.cx + 0.5) / 2
                                                                             - 0.5)
+
+
+def test_positions_are_where_the_objects_are(truth):
+    """positions.json: every rendered frame; the projected centres and visible-pixel centroids
+    sit on the blocks found by colour in the ground-truth frame, and the neural simulator's
+    tracker finds them there too (its colour model comes from the same file)."""
+    from comsim_neural_sim.evaluation.positions import find_object, load_positions
+    pos = load_positions(truth.path)
+    side = yaml.safe_load((truth.path / 'episode.yaml').read_text())
+    assert side['positions'] == 'positions.json' and pos['distortion'] is True
+    names = {'red': 'block_top', 'blue': 'block_bottom'}
+    for cam in ('front', 'side'):
+        stamps, real = _stream(truth.path, f'/real/cameras/{cam}/image_raw')
+        frames = pos['cameras'][cam]['frames']
+        assert sorted(map(int, frames)) == stamps
+        for t, img in zip(stamps, real):
+            entry = frames[str(t)]
+            assert set(entry['objects']) == set(names.values())
+            for colour, name in names.items():
+                o = entry['objects'][name]
+                assert o['in_image'] and o['pixels'] > 20 and len(o['color_samples']) > 4
+                blob = _centroid(img, colour)
+                assert np.linalg.norm(blob - o['centroid']) < 2.0, (cam, t, name, blob, o)
+                x0, y0, x1, y1 = o['box']
+                assert x0 < o['uv'][0] < x1 and y0 < o['uv'][1] < y1
+                if t == stamps[0]:      # not yet occluded: the projected centre is the blob's
+                    assert np.linalg.norm(blob - o['uv']) < 1.5, (cam, name, blob, o['uv'])
+                found = find_object(img, o)
+                assert found is not None and np.linalg.norm(found - o['centroid']) < 2.0
+                moved = find_object(np.roll(img, 3, axis=0), o)     # 3 px down: 3 px off
+                assert moved is not None and abs(moved[1] - found[1] - 3) < 1.0
+            g = entry['gripper']                      # recorded, not tracked (dark grey)
+            x0, y0, x1, y1 = g['box']
+            assert x0 < g['uv'][0] < x1 and y0 < g['uv'][1] < y1 and g['color'] is not None
+    # the colour of the lab's red block, not the twin's: the realism profile changes it
+    o = frames[str(stamps[0])]['objects']['block_top']
+    assert o['color'][0] > 2 * o['color'][1] and o['sim_color'] != o['color']

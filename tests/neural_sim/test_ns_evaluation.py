@@ -1,5 +1,6 @@
-"""Evaluation: the action-consistency tracker measures motion offsets, and the ablation
-command writes one table with all five rows and finite numbers, plus the picture grid."""
+"""Evaluation: the action-consistency trackers measure motion offsets and find objects by
+colour near their true position, and the ablation command writes one table with all five rows
+and finite numbers, plus the picture grid."""
 
 import math
 
@@ -10,7 +11,12 @@ from ns_helpers import one_thread, randomise, tiny_config  # noqa: F401
 
 from comsim_neural_sim.data import synthetic_pair
 from comsim_neural_sim.errors import MissingStreamError
-from comsim_neural_sim.evaluation import ABLATION_MODES, action_consistency, run_ablation
+from comsim_neural_sim.evaluation import (
+    ABLATION_MODES,
+    action_consistency,
+    find_object,
+    run_ablation,
+)
 from comsim_neural_sim.evaluation.ablation import main as ablation_main
 from comsim_neural_sim.sampling.pipeline import new_pipeline
 
@@ -24,6 +30,24 @@ def test_action_consistency_tracks_a_shifted_gripper():
     assert 3.0 < got['centroid_px'] < 7.0, got
     frozen = np.repeat(real[:1], len(real), 0)  # a video that ignores the actions
     assert action_consistency(frozen, real)['centroid_px'] > got['centroid_px']
+
+
+def test_find_object_takes_shaded_faces_not_other_dark_things_nor_far_ones():
+    """A red block, lit top and shadowed side, with the dark grey gripper touching it: the
+    colour samples accept both faces and not the grey; a red thing outside the window does
+    not count, so a missing block is not found."""
+    f = np.full((60, 80, 3), (150, 130, 100), np.uint8)
+    f[20:26, 30:40] = (200, 40, 30)          # top face
+    f[26:30, 30:40] = (90, 15, 12)           # shaded face
+    f[14:20, 28:42] = (40, 40, 44)           # gripper above it
+    entry = {'centroid': [34.5, 24.5], 'box': [29.5, 19.5, 39.5, 29.5], 'pixels': 100,
+             'color': [156, 30, 23], 'color_samples': [[200, 40, 30], [90, 15, 12]]}
+    assert np.allclose(find_object(f, entry), [34.5, 24.5])
+    assert find_object(f, {**entry, 'color_samples': None}) is None   # one mean: neither face
+    gone = f.copy()
+    gone[20:30, 30:40] = (150, 130, 100)
+    gone[50:56, 70:76] = (200, 40, 30)       # a red distractor far away
+    assert find_object(gone, entry) is None
 
 
 @pytest.fixture(scope='module')

@@ -1,6 +1,7 @@
 """Translated generated episodes scored against (bench-lab style) ground truth: a perfect
-translation beats the sim floor, frames match by stamp, clear errors, and the main-job stage
-adds the table when it is given a ground-truth renderer."""
+translation beats the sim floor, objects are found where the ground truth's positions.json has
+them (a shift of k px costs k px, an erased object is not found), frames match by stamp, clear
+errors, and the main-job stage adds the table when it is given a ground-truth renderer."""
 
 import ast
 import json
@@ -9,7 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ns_episodes import CMD, paired_episode, sim_episode
-from ns_ground_truth import ground_truth_episode, look_real
+from ns_ground_truth import (
+    BACKGROUND,
+    OBJECTS,
+    ground_truth_episode,
+    look_real,
+    object_sim_episode,
+    square,
+)
 from ns_helpers import one_thread, tiny_config  # noqa: F401
 
 from comsim_neural_sim.errors import NeuralSimError
@@ -54,6 +62,58 @@ def test_a_perfect_translation_beats_the_sim_floor(episodes, tmp_path):
     saved = json.loads((tmp_path / 'generated.json').read_text())
     assert saved['mean']['translated_psnr'] == pytest.approx(100.0)
     assert (tmp_path / 'generated_grid.png').stat().st_size > 0
+    # no positions.json in these ground truths: no object columns, said so, not zeros
+    assert all(r['translated_obj_px'] is None and r['objects'] == {} for r in perfect.rows)
+    assert saved['mean']['translated_found'] is None
+    assert '| 1.000 | – | – | – | – | – | – |' in perfect.table
+
+
+@pytest.fixture(scope='module')
+def objects(tmp_path_factory):
+    """A sim episode of two coloured squares, its ground truth with positions.json."""
+    root = tmp_path_factory.mktemp('objects')
+    sim = object_sim_episode(root / 'sim', 'episode_0000_objects', frames=5)
+    ground_truth_episode(sim, root / 'truth', positions=True)
+    return root, sim
+
+
+def _score(objects, name, fn, out=None):
+    root, sim = objects
+    _translate(sim, root / name, fn)
+    res = evaluate_generated(root / name, root / 'truth', out, log=lambda s: None)
+    assert len(res.rows) == 1
+    return res.rows[0], res
+
+
+def test_objects_are_found_where_the_ground_truth_has_them(objects, tmp_path):
+    row, res = _score(objects, 'perfect', look_real, tmp_path)
+    assert row['translated_obj_px'] == pytest.approx(0.0, abs=1e-6)
+    assert row['translated_found'] == 1.0 and row['truth_obj_px'] == pytest.approx(0.0, abs=1e-6)
+    assert row['sim_obj_px'] == pytest.approx(0.0, abs=1e-6) and row['sim_found'] == 1.0
+    red = row['objects']['red_block']
+    assert len(red['stamps']) == 5 and red['translated_px'] == [0.0] * 5    # per frame
+    saved = json.loads((tmp_path / 'generated.json').read_text())
+    assert saved['rows'][0]['objects']['blue_block']['sim_px'] == [0.0] * 5
+    assert 'object px translated' in res.table and '| 0.0 | 0.0 | 1.00 | 1.00 |' in res.table
+    for k in (2, 4):                           # the whole translation k px to the right
+        row, _ = _score(objects, f'shift{k}', lambda f, k=k: np.roll(look_real(f), k, axis=1))
+        assert row['translated_obj_px'] == pytest.approx(k, abs=0.3), row
+        assert row['translated_found'] == 1.0 and row['sim_obj_px'] == pytest.approx(0.0)
+
+
+def _erase_red(f: np.ndarray) -> np.ndarray:
+    """The red square painted over with the background, a red one drawn far from it."""
+    f = f.copy()
+    f[(f == OBJECTS['red_block']).all(-1)] = BACKGROUND
+    return look_real(square(f, 40, 32, 5, OBJECTS['red_block']))
+
+
+def test_an_object_that_is_not_there_is_not_found(objects):
+    row, _ = _score(objects, 'erased', _erase_red)
+    assert row['translated_found'] == 0.5              # the blue square, in every frame
+    assert row['objects']['red_block']['translated_px'] == [None] * 5
+    assert row['translated_obj_px'] == pytest.approx(0.0, abs=1e-6)   # the blue one is exact
+    assert row['sim_found'] == row['truth_found'] == 1.0
 
 
 def test_matching_by_name_and_stamp_with_clear_errors(episodes, tmp_path):

@@ -26,18 +26,28 @@ Deliberately NOT copied from the episode: the twin's appearance randomisation (t
 colour, background, light scale) and its camera jitter. Ground truth is the real lab's own table,
 lights and (true) cameras; that is what a translation should look like.
 
+Where things truly are goes next to the bag, in ``positions.json`` (written before the episode is
+marked complete; ``frame_positions``): per camera and frame stamp, each object's and the
+gripper's projected centre through the camera the render used (lens distortion included), the
+visible pixels from a segmentation render (occlusion by the arm included), their centroid, the
+mean colour of the ground-truth frame over them and a few of their colours (the twin frame's
+too). The neural simulator's evaluation reads it to find the objects in translated frames
+without touching the bench lab.
+
     comsim-bench-lab-ground-truth SIM_EPISODE_OR_DIR ... --out DIR [--max-frames N]
 """
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import cv2
 import numpy as np
 from rosbags.highlevel import AnyReader
 from rosbags.typesys import Stores, get_typestore
@@ -45,6 +55,8 @@ from rosbags.typesys import Stores, get_typestore
 from comsim_bench_lab.config import CameraConfig, LabConfig, ObjectConfig
 from comsim_bench_lab.lab import BenchLab
 from comsim_bench_lab.realism import RealismProfile
+from comsim_bench_lab.scene import ROBOT_PREFIX
+from comsim_teleop.camera import project_points
 from comsim_teleop.episodes import Episode
 from comsim_teleop.episodes.decode import deserialize_tolerant
 from comsim_teleop.episodes.errors import EpisodeError
@@ -62,6 +74,13 @@ NECK_FRACTION = (0.4, 0.3)    # bottle neck radius, half height vs the body's (t
 DISTRACTOR_MASS, DISTRACTOR_FRICTION = 0.05, 1.0
 DEFAULT_LAB = 'config/bench_lab/lab.yaml'
 DEFAULT_REALISM = 'config/bench_lab/realism.yaml'
+POSITIONS_FILE = 'positions.json'
+POSITIONS_FORMAT = 'comsim-ground-truth-positions/1'
+GRIPPER = 'gripper'                             # its entry in positions.json, beside the objects
+GRIPPER_BODIES = ('finger_left', 'finger_right')  # what is seen of it: the finger pads
+TCP_SITE = 'tcp'                                # the robot model's centre between the pads
+MIN_COLOR_PIXELS = 4       # interior pixels below which the mask's edge pixels count too
+COLOR_SAMPLES = 32         # pixel colours recorded per object and frame (its colour model)
 
 
 class GroundTruthError(ValueError):
@@ -326,6 +345,114 @@ class _GripTrack:
         return out
 
 
+# ---------------------------------------------------------------------------- true positions
+@dataclass
+class Tracked:
+    """Something whose image position is recorded: its geoms, and the body or site whose origin
+    is its centre (an object's body; the gripper's TCP site)."""
+
+    name: str
+    geoms: np.ndarray
+    body: int | None = None
+    site: int | None = None
+
+
+def tracked(lab: BenchLab) -> list[Tracked]:
+    """The lab's objects, then the gripper (its finger pads, centred on the TCP) when the arm
+    has those (another arm's MJCF may not: its gripper is then not recorded)."""
+    model = lab.model
+    items = [Tracked(n, np.flatnonzero(model.geom_bodyid == model.body(n).id),
+                     body=model.body(n).id) for n in lab.objects]
+    try:
+        fingers = [model.body(ROBOT_PREFIX + n).id for n in GRIPPER_BODIES]
+        tcp = model.site(ROBOT_PREFIX + TCP_SITE).id
+    except KeyError:
+        return items
+    items.append(Tracked(GRIPPER, np.flatnonzero(np.isin(model.geom_bodyid, fingers)), site=tcp))
+    return items
+
+
+def _labels(lab: BenchLab, camera: str, items: list[Tracked]) -> np.ndarray:
+    """(H, W) uint16: 1 + index into ``items`` of the geom seen at each pixel (0: other), through
+    the same lens path as ``BenchLab.render`` (distorted when the realism profile distorts)."""
+    lut = np.zeros(lab.model.ngeom + 1, np.uint16)      # id -1 (nothing) reads the last entry
+    for i, item in enumerate(items):
+        lut[item.geoms] = i + 1
+    return lut[lab.render_geom_ids(camera)]
+
+
+def _corners(lab: BenchLab, geoms: np.ndarray) -> np.ndarray:
+    """(8 n, 3) world corners of the geoms' bounding boxes (their projection: the image box)."""
+    signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+    m, d = lab.model, lab.data
+    return np.concatenate([d.geom_xpos[g] + (m.geom_aabb[g, :3] + signs * m.geom_aabb[g, 3:])
+                           @ d.geom_xmat[g].reshape(3, 3).T for g in geoms])
+
+
+def colour_model(image: np.ndarray, mask: np.ndarray, median: bool = False
+                 ) -> tuple[list[float] | None, list[list[int]] | None]:
+    """Colour of ``image`` over ``mask`` (mean, or ``median`` for frames that may sit a pixel or
+    two off the mask: the twin's) and up to ``COLOR_SAMPLES`` of its pixels' colours.
+
+    The samples let a tracker accept the object's shaded faces without accepting another hue as
+    dark or as bright (one mean colour cannot). Only the mask's interior counts when it has a
+    few pixels (blur mixes the edge pixels with the background); samples leave out the tenth
+    farthest from the centre (highlights, background where the frame is off) and are spread
+    evenly over the rest by brightness.
+    """
+    inner = cv2.erode(mask.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+    px = image[inner if inner.sum() >= MIN_COLOR_PIXELS else mask].astype(float)
+    if not len(px):
+        return None, None
+    centre = np.median(px, 0) if median else px.mean(0)
+    d = np.linalg.norm(px - centre, axis=1)
+    core = px[d <= np.percentile(d, 90)]
+    core = core[np.argsort(core.sum(1), kind='stable')]
+    pick = np.unique(np.linspace(0, len(core) - 1, min(COLOR_SAMPLES, len(core))).round())
+    return ([round(float(c), 1) for c in centre],
+            core[pick.astype(int)].round().astype(int).tolist())
+
+
+def frame_positions(lab: BenchLab, camera: str, items: list[Tracked], truth: np.ndarray,
+                    sim: np.ndarray | None = None) -> dict[str, Any]:
+    """Where each item truly is in ``camera``'s frame now (``truth``: that frame).
+
+    Per item: ``uv`` its centre projected through the calibrated camera (distortion as
+    rendered), ``box`` the projection's extent, ``in_image``; ``pixels`` how many pixels show it
+    (segmentation: occlusion counts), their ``centroid``, ``color``/``color_samples`` of the
+    truth frame over them and ``sim_color``/``sim_color_samples`` of the twin's (``colour_model``).
+    """
+    cal = lab.camera_info(camera)
+    dist = cal.D if lab.realism is not None and lab.realism.distortion else None
+    labels = _labels(lab, camera, items)
+    h, w = labels.shape
+    out: dict[str, Any] = {'objects': {}}
+    for i, item in enumerate(items):
+        centre = (lab.data.xpos[item.body] if item.body is not None
+                  else lab.data.site_xpos[item.site])
+        uv = project_points(np.vstack([centre, _corners(lab, item.geoms)]), cal.K, dist,
+                            cal.T_base_camera)
+        mask = labels == i + 1
+        ys, xs = np.nonzero(mask)
+        colour, samples = colour_model(truth, mask)
+        sim_colour, sim_samples = (None, None) if sim is None else colour_model(sim, mask, True)
+        entry = {'uv': _round(uv[0]), 'box': _round([*uv[1:].min(0), *uv[1:].max(0)]),
+                 'in_image': bool(-0.5 <= uv[0, 0] < w - 0.5 and -0.5 <= uv[0, 1] < h - 0.5),
+                 'pixels': int(xs.size),
+                 'centroid': _round([xs.mean(), ys.mean()]) if xs.size else None,
+                 'color': colour, 'color_samples': samples, 'sim_color': sim_colour,
+                 'sim_color_samples': sim_samples}
+        if item.name == GRIPPER and item.site is not None:
+            out[GRIPPER] = entry
+        else:
+            out['objects'][item.name] = entry
+    return out
+
+
+def _round(values: Any) -> list[float]:
+    return [round(float(v), 2) for v in values]
+
+
 # ---------------------------------------------------------------------------- rendering
 class GroundTruthRenderer:
     """Renders ground truth for sim episodes; keeps one bench lab per camera set and size."""
@@ -412,6 +539,9 @@ class GroundTruthRenderer:
 
         writer = PairedEpisodeWriter(out, list(streams.image_stamps), JOINT_TOPIC,
                                      streams.command_topic, streams.command_msgtype)
+        items = tracked(lab)
+        positions = {c: {'width': w, 'height': h, 'frames': {}}
+                     for c, (w, h) in streams.sizes.items()}
         ts = get_typestore(Stores.ROS2_KILTED)
         frames = {c: 0 for c in streams.image_stamps}
         by_topic = {camera_topic(c): c for c in streams.image_stamps}
@@ -444,13 +574,18 @@ class GroundTruthRenderer:
                                           step=real.shape[1] * 3,
                                           data=np.ascontiguousarray(real).reshape(-1))
                     writer.write_real_image(cam, ts.serialize_cdr(img, IMAGE), log_ns)
-                    writer.write_sim_image(cam, image_to_rgb(msg, f'{path}:{conn.topic}'), t,
-                                           log_ns, frame_id=msg.header.frame_id)
+                    sim = image_to_rgb(msg, f'{path}:{conn.topic}')
+                    writer.write_sim_image(cam, sim, t, log_ns, frame_id=msg.header.frame_id)
+                    positions[cam]['frames'][str(t)] = frame_positions(lab, cam, items, real,
+                                                                       sim)
                     frames[cam] += 1
             advance(int(streams.joint_t[-1]))
             drift = _drift(lab.task_state()['objects'], meta.get('final_object_states') or {})
             ok, reason = lab.check_success()
             wall = time.perf_counter() - t_wall
+            (writer.partial / POSITIONS_FILE).write_text(json.dumps(
+                {'format': POSITIONS_FORMAT, 'distortion': bool(self.realism.distortion),
+                 'cameras': positions}))
             writer.finish({
                 'episode': out.name, 'ground_truth': SOURCE, 'mode': 'kinematic',
                 'sim_episode': path.name, 'source_episode': str(path), 'task': task,
@@ -459,7 +594,7 @@ class GroundTruthRenderer:
                 'image_size': {c: list(s) for c, s in streams.sizes.items()},
                 'object_drift_m': drift, 'sim_success': meta.get('success'),
                 'bench_success': bool(ok), 'bench_success_reason': reason,
-                'wall_s': round(wall, 3),
+                'wall_s': round(wall, 3), 'positions': POSITIONS_FILE,
                 'metadata': {'task': task, 'source': 'bench_ground_truth',
                              'sim_source': str(path)}})
         except BaseException:

@@ -229,6 +229,24 @@ class BenchLab:
         renderer.update_scene(self.data, camera=camera)
         return self._scene.lenses[camera].crop(renderer.render()).copy()
 
+    def render_geom_ids(self, camera: str) -> np.ndarray:
+        """(H, W) int: the geom id seen at each pixel (-1: none), through the same lens path as
+        ``render`` (distorted when the realism profile distorts): ground-truth segmentation."""
+        renderer = self._renderer(camera)
+        renderer.enable_segmentation_rendering()
+        try:
+            renderer.update_scene(self.data, camera=camera)
+            seg = renderer.render()
+        finally:
+            renderer.disable_segmentation_rendering()
+        # as uint16 id + 1 (0: none) so the nearest-neighbour lens warp can carry it
+        ids = np.where(seg[..., 1] == int(mujoco.mjtObj.mjOBJ_GEOM), seg[..., 0] + 1, 0)
+        ids = ids.astype(np.uint16)
+        lens = self._scene.lenses[camera]
+        distort = self.realism is not None and self.realism.distortion
+        ids = lens.distort_labels(ids) if distort else lens.crop(ids)
+        return ids.astype(np.int32) - 1
+
     def camera_info(self, camera: str) -> CameraCalibration:
         if camera not in self.config.cameras:
             raise KeyError(f'unknown camera {camera!r}; allowed: {self.camera_names}')

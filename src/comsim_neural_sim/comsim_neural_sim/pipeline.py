@@ -73,7 +73,10 @@ def generated_section(out: Path, sims: list[Path], pseudo: Path, ground_truth: G
             f'cannot give. Cameras {", ".join(cameras)}, up to {max_frames} frames spread over '
             f'each episode, '
             f'{len(chosen)} episode(s); rendered in {render_s:.0f} s, scored in {eval_s:.0f} '
-            f's. "sim" is the untranslated twin frame (the floor).\n\n{res.table}\n'
+            f's. "sim" is the untranslated twin frame (the floor). Object px: distance of each '
+            f'object found by its colour (the lab\'s for translations, the twin\'s for the '
+            f'floor) from where the lab shows it; found: fraction of frames where it was '
+            f'found.\n\n{res.table}\n'
             + (f'![sim | translated | ground truth]({grid})\n' if grid else ''))
 
 

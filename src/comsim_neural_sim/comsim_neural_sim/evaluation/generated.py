@@ -10,7 +10,11 @@ episode's own frames, marked ``ground_truth: bench_lab`` in its ``episode.yaml``
 translated (pseudo-real) episode is matched to its ground truth by the sim episode's name, and
 frames by header stamp (translation keeps every stamp). Per episode and camera: PSNR and SSIM of
 the translated frames against the ground truth, and of the raw sim frames (the floor a
-translation must beat). Only episode files are read here; the bench lab is never imported.
+translation must beat); and, where the ground truth carries ``positions.json``, action
+consistency: how far (px) the objects found in the translated and in the sim frames are from
+where the bench lab had them, and in what fraction of frames they are found at all
+(``evaluation.positions``; objects only, the gripper is not tracked). Only episode files are
+read here; the bench lab is never imported.
 """
 
 from __future__ import annotations
@@ -28,9 +32,12 @@ import yaml
 from ..errors import MissingStreamError, NeuralSimError
 from ..training.report import save_sheet
 from .metrics import video_metrics
+from .positions import load_positions, position_columns
 
 GROUND_TRUTH = 'bench_lab'      # sidecar ``ground_truth`` of the bench lab's paired episodes
 COLUMNS = ('sim_psnr', 'translated_psnr', 'sim_ssim', 'translated_ssim')
+POSITION_COLUMNS = ('truth_obj_px', 'sim_obj_px', 'translated_obj_px', 'sim_found',
+                    'translated_found', 'truth_found')
 
 
 @dataclass
@@ -83,7 +90,11 @@ def _frames(path: Path, topic: str, stamps: set[int] | None = None) -> dict[int,
 
 
 def evaluate_pair(translated: Path, truth: Path, camera: str) -> tuple[dict, np.ndarray]:
-    """Metrics of one camera of one translated episode; also (3, T, H, W, 3) sim/gen/truth."""
+    """Metrics of one camera of one translated episode; also (3, T, H, W, 3) sim/gen/truth.
+
+    The row's ``objects`` holds each object's per-frame centroid errors (px, None = not found)
+    for the JSON; the position columns are None when the ground truth has no positions.
+    """
     real = _frames(truth, f'/real/cameras/{camera}/image_raw')
     sim = _frames(truth, f'/sim/cameras/{camera}/image_raw', set(real))
     gen = _frames(translated, f'/cameras/{camera}/image_raw', set(real))
@@ -96,27 +107,51 @@ def evaluate_pair(translated: Path, truth: Path, camera: str) -> tuple[dict, np.
     r, s, g = (np.stack([d[t] for t in common]) for d in (real, sim, gen))
     floor, trans = video_metrics(s, r), video_metrics(g, r)
     drift = (_sidecar(truth).get('object_drift_m') or {}).values()
+    cols, objects = position_columns(load_positions(truth), camera, {
+        'translated': {t: gen[t] for t in common}, 'sim': {t: sim[t] for t in common},
+        'truth': {t: real[t] for t in common}})
     row = {'episode': translated.name, 'camera': camera, 'frames': len(common),
            'drift_mm': 1000 * max(drift) if drift else None,
            'sim_psnr': floor['psnr'], 'sim_ssim': floor['ssim'],
-           'translated_psnr': trans['psnr'], 'translated_ssim': trans['ssim']}
+           'translated_psnr': trans['psnr'], 'translated_ssim': trans['ssim'], **cols,
+           'objects': objects}
     return row, np.stack([s, g, r])
 
 
-def markdown_table(rows: list[dict], mean: dict[str, float]) -> str:
-    """One row per episode and camera, then the frame-weighted mean. The last column is how far
-    the ground truth's objects ended from the sim's (its physics is the bench lab's own): large
+def _num(value: float | None, fmt: str) -> str:
+    return '–' if value is None else format(value, fmt)
+
+
+def markdown_table(rows: list[dict], mean: dict[str, float | None]) -> str:
+    """One row per episode and camera, then the frame-weighted mean. "object px": mean distance
+    of the objects found by colour from where the ground truth has them, "found": the fraction
+    of (object, frame) pairs found (``evaluation.positions``); "tracker on truth" is that
+    tracker run on the ground truth itself, its own error. The last column is how far the
+    ground truth's objects ended from the sim's (its physics is the bench lab's own): large
     values mean the two videos show different object motion, not only a different look."""
     head = ('| episode | camera | frames | PSNR sim (floor) | PSNR translated ↑ | '
-            'SSIM sim (floor) | SSIM translated ↑ | truth object drift (mm) |\n'
-            '|---|---|---:|---:|---:|---:|---:|---:|\n')
-    line = ('| {episode} | {camera} | {frames} | {sim_psnr:.2f} | {translated_psnr:.2f} | '
-            '{sim_ssim:.3f} | {translated_ssim:.3f} | {drift} |\n')
-    body = ''.join(line.format(**r, drift='–' if r['drift_mm'] is None else
-                               f"{r['drift_mm']:.1f}") for r in rows)
-    total = line.format(episode='**mean**', camera='', frames=sum(r['frames'] for r in rows),
-                        drift='', **mean)
-    return head + body + total
+            'SSIM sim (floor) | SSIM translated ↑ | object px sim (floor) | '
+            'object px translated ↓ | found sim | found translated ↑ | '
+            'object px tracker on truth | truth object drift (mm) |\n'
+            '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n')
+
+    def line(r: dict) -> str:
+        return (f"| {r['episode']} | {r['camera']} | {r['frames']} | {r['sim_psnr']:.2f} | "
+                f"{r['translated_psnr']:.2f} | {r['sim_ssim']:.3f} | {r['translated_ssim']:.3f} | "
+                f"{_num(r.get('sim_obj_px'), '.1f')} | {_num(r.get('translated_obj_px'), '.1f')} | "
+                f"{_num(r.get('sim_found'), '.2f')} | {_num(r.get('translated_found'), '.2f')} | "
+                f"{_num(r.get('truth_obj_px'), '.1f')} | {_num(r.get('drift_mm'), '.1f')} |\n")
+    total = {**mean, 'episode': '**mean**', 'camera': '', 'drift_mm': None,
+             'frames': sum(r['frames'] for r in rows)}
+    return head + ''.join(line(r) for r in rows) + line(total)
+
+
+def _mean(rows: list[dict], key: str) -> float | None:
+    """Frame-weighted mean of ``key`` over the rows that have it (None: none has)."""
+    have = [r for r in rows if r.get(key) is not None]
+    if not have:
+        return None
+    return float(np.average([r[key] for r in have], weights=[r['frames'] for r in have]))
 
 
 def evaluate_generated(pseudo_real: str | Path | Sequence[str | Path], ground_truth: str | Path,
@@ -143,14 +178,15 @@ def evaluate_generated(pseudo_real: str | Path | Sequence[str | Path], ground_tr
             rows.append(row)
             first = clips if first is None else first
             log(f'generated vs ground truth: {name} {cam}: PSNR {row["sim_psnr"]:.2f} (sim) -> '
-                f'{row["translated_psnr"]:.2f} (translated)')
+                f'{row["translated_psnr"]:.2f} (translated); object px '
+                f'{_num(row["sim_obj_px"], ".1f")} (sim) -> '
+                f'{_num(row["translated_obj_px"], ".1f")} (translated)')
     missing = sorted(n for n in truths if n not in by_name)
     if not rows:
         raise NeuralSimError(f'no translated episode matches a ground truth: ground truth for '
                              f'{sorted(truths)}, translated {sorted(by_name)}'
                              + (f', cameras {list(cameras)}' if cameras is not None else ''))
-    weights = np.array([r['frames'] for r in rows], float)
-    mean = {k: float(np.average([r[k] for r in rows], weights=weights)) for k in COLUMNS}
+    mean = {k: _mean(rows, k) for k in COLUMNS + POSITION_COLUMNS}
     table = markdown_table(rows, mean)
     grid = None
     if out is not None:
