@@ -71,3 +71,26 @@ def test_shaper_clamps_limits_and_velocity():
     np.testing.assert_allclose(s([-1.0, 1.0], 0.1), [0.95, -0.8])  # 0.05 and 0.2 per step
     with pytest.raises(ValueError, match='NaN'):
         s([np.nan, 0.0], 0.1)
+
+
+def test_targets_at_many_times_equal_target_at_each():
+    f = TrajectoryFollower(['a', 'b'])
+    times = np.linspace(-0.5, 3.5, 97)
+    assert f.targets(times) is None
+    f.set_position([0.1, 0.2], 0.0)
+    np.testing.assert_array_equal(f.targets(times), np.tile([0.1, 0.2], (97, 1)))
+    pts = [TrajectoryPoint(0.5, np.array([1.0, -1.0]), np.array([0.5, 0.0])),
+           TrajectoryPoint(1.0, np.array([2.0, 0.0])),                      # linear segment
+           TrajectoryPoint(2.0, np.array([1.5, 0.5]), np.array([0.0, 0.0])),
+           TrajectoryPoint(2.5, np.array([1.0, 1.0]), np.array([0.0, 0.0]))]  # cubic segment
+    f.set_trajectory(['b', 'a'], [TrajectoryPoint(p.time_from_start, p.positions[::-1],
+                                                  None if p.velocities is None
+                                                  else p.velocities[::-1]) for p in pts],
+                     0.0, 0.25, np.array([0.0, 0.0]))
+    many = f.targets(times)
+    one_by_one = np.stack([f.target(t) for t in times])
+    np.testing.assert_allclose(many, one_by_one, atol=1e-12)
+    # spot checks against the rules: held before start, knots hit, last point held after
+    np.testing.assert_allclose(f.target(0.0), [0.0, 0.0])
+    np.testing.assert_allclose(f.target(0.75), [1.0, -1.0], atol=1e-12)
+    np.testing.assert_allclose(f.target(3.0), [1.0, 1.0])

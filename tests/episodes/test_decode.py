@@ -58,3 +58,20 @@ def test_header_stamp_read_from_bytes_matches_full_decode_both_endians() -> None
         header_stamp_ns(raw[:10])
     with pytest.raises(SerdeError):
         header_stamp_ns(b'\x07\x07' + bytes(raw[2:]))
+
+
+@pytest.mark.parametrize('frame_id', ['', 'f', 'cam_optical_frame', 'abc'])
+def test_rgb8_image_cdr_is_byte_identical_to_rosbags(frame_id) -> None:
+    from comsim_teleop.episodes.encode import rgb8_image_cdr  # noqa: PLC0415
+
+    rgb = np.random.default_rng(0).integers(0, 255, (5, 7, 3), dtype=np.uint8)
+    stamp = 1_700_000_001_234_567_890
+    T = TS.types
+    msg = T['sensor_msgs/msg/Image'](
+        header=T['std_msgs/msg/Header'](stamp=T['builtin_interfaces/msg/Time'](
+            sec=1_700_000_001, nanosec=234_567_890), frame_id=frame_id),
+        height=5, width=7, encoding='rgb8', is_bigendian=0, step=21, data=rgb.reshape(-1))
+    assert rgb8_image_cdr(rgb, stamp, frame_id) == bytes(TS.serialize_cdr(
+        msg, 'sensor_msgs/msg/Image'))
+    with pytest.raises(ValueError, match='H, W, 3'):
+        rgb8_image_cdr(rgb[..., 0], stamp, frame_id)

@@ -202,3 +202,24 @@ def test_step_kinematic_moves_the_arm_exactly_as_placed():
     finally:
         a.close()
         b.close()
+
+
+def test_step_commanded_equals_commanding_and_stepping_one_by_one():
+    a, b = make_backend('mujoco'), make_backend('mujoco')
+    try:
+        for t in (a, b):
+            t.build(_scene())
+        targets = a.robot.home + np.linspace(0, 1, 40)[:, None] * np.array(
+            [0.3, -0.2, 0.25, 0.4, -0.3, 0.5, -0.02])
+        targets[5, 0] = 99.0   # out of limits: clamped the same way
+        a.step_commanded(targets)
+        for q in targets:
+            b.command_positions(q)
+            b.step(1)
+        np.testing.assert_array_equal(a.data.qpos, b.data.qpos)
+        np.testing.assert_array_equal(a.data.ctrl, b.data.ctrl)
+        with pytest.raises(ValueError, match='position targets'):
+            a.step_commanded(targets[:, :3])
+    finally:
+        a.close()
+        b.close()

@@ -35,6 +35,7 @@ from comsim_bench_lab.scene import (
     add_robot,
     lab_spec,
 )
+from comsim_teleop.episodes.encode import rgb8_image_cdr
 from comsim_teleop.paths import resolve_config_path
 from comsim_teleop.recording.bag_writer import EpisodeBagWriter
 from comsim_teleop.recording.sidecar import write_sidecar
@@ -265,7 +266,6 @@ def capture_calibration(lab_config_path: str | Path, realism_path: str | Path | 
     topics = {c: f'/cameras/{c}/image_raw' for c in cameras}
     writer = EpisodeBagWriter(out, [TopicSpec(t, IMAGE_TYPE) for t in topics.values()],
                               storage=storage)
-    ts = writer.typestore
     writer.open()
     views: dict[str, list[dict]] = {c: [] for c in cameras}
     try:
@@ -278,7 +278,7 @@ def capture_calibration(lab_config_path: str | Path, realism_path: str | Path | 
             for i, (kind, placement, T_base_board) in enumerate(shots):
                 t_ns = (i + 1) * FRAME_PERIOD_NS
                 rgb = rig.shoot(cam, T_base_board)
-                writer.write(topics[cam], _image_cdr(ts, rgb, t_ns, f'{cam}_optical'), t_ns)
+                writer.write(topics[cam], rgb8_image_cdr(rgb, t_ns, f'{cam}_optical'), t_ns)
                 views[cam].append({'index': i, 'stamp_ns': t_ns, 'kind': kind,
                                    'placement': placement})
     except BaseException:
@@ -296,16 +296,6 @@ def capture_calibration(lab_config_path: str | Path, realism_path: str | Path | 
         'cameras': {c: {'topic': topics[c], 'width': cfg.cameras[c].width,
                         'height': cfg.cameras[c].height, 'views': views[c]} for c in cameras}})
     return out
-
-
-def _image_cdr(ts, rgb: np.ndarray, t_ns: int, frame_id: str) -> bytes:
-    rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
-    h, w = rgb.shape[:2]
-    stamp = ts.types['builtin_interfaces/msg/Time'](sec=t_ns // 10**9, nanosec=t_ns % 10**9)
-    header = ts.types['std_msgs/msg/Header'](stamp=stamp, frame_id=frame_id)
-    msg = ts.types[IMAGE_TYPE](header=header, height=h, width=w, encoding='rgb8',
-                               is_bigendian=0, step=w * 3, data=rgb.reshape(-1))
-    return bytes(ts.serialize_cdr(msg, IMAGE_TYPE))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -85,26 +85,37 @@ class TrajectoryFollower:
 
     def target(self, now: float) -> np.ndarray | None:
         """Position target at `now`, or None when no command was ever received."""
+        out = self.targets(np.array([now], dtype=float))
+        return None if out is None else out[0]
+
+    def targets(self, times: np.ndarray) -> np.ndarray | None:
+        """``target`` at each of ``times`` (n,), as (n, joints): a replay asks for every physics
+        step between two events at once. None when no command was ever received."""
+        times = np.asarray(times, dtype=float).reshape(-1)
         if self._times is None:
-            return None if self._hold is None else self._hold.copy()
-        times, pos = self._times, self._pos
-        if now <= times[0]:
-            # Not started yet: the arm holds where the trajectory begins.
-            return pos[0].copy()
-        if now >= times[-1]:
-            return pos[-1].copy()
-        k = int(np.searchsorted(times, now, side='right')) - 1
-        t_a, t_b = times[k], times[k + 1]
-        h = t_b - t_a
-        s = (now - t_a) / h
-        v_a, v_b = self._vel[k], self._vel[k + 1]
-        if v_a is None or v_b is None:
-            return (1 - s) * pos[k] + s * pos[k + 1]
-        h00 = 2 * s**3 - 3 * s**2 + 1
-        h10 = s**3 - 2 * s**2 + s
-        h01 = -2 * s**3 + 3 * s**2
-        h11 = s**3 - s**2
-        return h00 * pos[k] + h10 * h * v_a + h01 * pos[k + 1] + h11 * h * v_b
+            return None if self._hold is None else np.repeat(self._hold[None], times.size, 0)
+        knots, pos = self._times, self._pos
+        out = np.empty((times.size, pos.shape[1]))
+        before, after = times <= knots[0], times >= knots[-1]
+        out[before] = pos[0]   # not started yet: the arm holds where the trajectory begins
+        out[after & ~before] = pos[-1]
+        mid = ~(before | after)
+        if mid.any():
+            k = np.searchsorted(knots, times[mid], side='right') - 1
+            h = knots[k + 1] - knots[k]
+            s = ((times[mid] - knots[k]) / h)[:, None]
+            seg = (1 - s) * pos[k] + s * pos[k + 1]
+            cubic = np.array([self._vel[i] is not None and self._vel[i + 1] is not None
+                              for i in k])
+            if cubic.any():
+                kc, sc, hc = k[cubic], s[cubic], h[cubic][:, None]
+                va = np.stack([self._vel[i] for i in kc])
+                vb = np.stack([self._vel[i + 1] for i in kc])
+                h00, h10 = 2 * sc**3 - 3 * sc**2 + 1, sc**3 - 2 * sc**2 + sc
+                h01, h11 = -2 * sc**3 + 3 * sc**2, sc**3 - sc**2
+                seg[cubic] = h00 * pos[kc] + h10 * hc * va + h01 * pos[kc + 1] + h11 * hc * vb
+            out[mid] = seg
+        return out
 
     @property
     def active(self) -> bool:

@@ -34,6 +34,10 @@ class TwinBackend(Protocol):
         for step i, objects under physics; set_joint_positions + step(1) per row, in one call
         (a replay runs thousands of these per episode)."""
 
+    def step_commanded(self, q: np.ndarray) -> None:
+        """One physics step per row of q (n x joints) with the actuators commanded to q[i]:
+        command_positions + step(1) per row, in one call."""
+
     def command_positions(self, q: np.ndarray) -> None:
         """Dynamic: position targets for the arm's actuators."""
 

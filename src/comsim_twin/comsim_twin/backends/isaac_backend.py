@@ -187,6 +187,11 @@ class IsaacTwin:
             self.set_joint_positions(qi, qdi)
             self.step(1)
 
+    def step_commanded(self, q: np.ndarray) -> None:
+        for qi in np.atleast_2d(q):
+            self.command_positions(qi)
+            self.step(1)
+
     def _apply_targets(self, values: np.ndarray, idx: list[int]) -> None:
         from isaacsim.core.utils.types import ArticulationAction
         self._robot.apply_action(ArticulationAction(joint_positions=values,

@@ -157,6 +157,20 @@ class MujocoTwin:
             model.dof_armature[dadr] = armature
         self._stale = True
 
+    def step_commanded(self, q: np.ndarray) -> None:
+        """See TwinBackend: command_positions(q[i]) + step(1) per row, in one call."""
+        model, data = self._need()
+        q = np.atleast_2d(np.asarray(q, dtype=float))
+        if q.shape[1] != len(self.joint_names):
+            raise ValueError(f'need n x {len(self.joint_names)} position targets '
+                             f'{self.joint_names}, got {q.shape}')
+        targets = self.robot.clamp(q)[:, :len(self._act)]
+        act = self._act
+        for row in targets:
+            data.ctrl[act] = row
+            mujoco.mj_step(model, data)
+        self._stale = True
+
     def command_positions(self, q: np.ndarray) -> None:
         _, data = self._need()
         q = self.robot.clamp(self._check_q(q))

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from comsim_teleop.episodes.encode import rgb8_image_cdr
 from comsim_teleop.episodes.reader import IMAGE, JOINT_STATE
 from comsim_teleop.recording.bag_writer import EpisodeBagWriter
 from comsim_teleop.recording.sidecar import read_sidecar, write_sidecar
@@ -87,12 +88,8 @@ class PairedEpisodeWriter:
     # ---------------------------------------------------------------- twin streams
     def write_sim_image(self, camera: str, rgb: np.ndarray, stamp_ns: int, log_ns: int,
                         frame_id: str = '') -> None:
-        rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
-        h, w = rgb.shape[:2]
-        msg = self._ts.types[IMAGE](
-            header=self._header(stamp_ns, frame_id or f'{camera}_optical_frame'), height=h,
-            width=w, encoding='rgb8', is_bigendian=0, step=w * 3, data=rgb.reshape(-1))
-        self._write(sim_image_topic(camera), self._ts.serialize_cdr(msg, IMAGE), log_ns)
+        raw = rgb8_image_cdr(rgb, stamp_ns, frame_id or f'{camera}_optical_frame')
+        self._write(sim_image_topic(camera), raw, log_ns)
 
     def write_sim_joint_state(self, names: list[str], position: np.ndarray, stamp_ns: int,
                               log_ns: int) -> None:

@@ -276,12 +276,14 @@ class EpisodeReplay:
                 b.step_kinematic(q, qd if self.use_velocity else np.zeros_like(qd))
                 self._steps += n
                 continue
-            for _ in range(n):
-                target = self.follower.target(self._rel(self._now_ns()))
-                if target is not None:
-                    b.command_positions(target)
-                b.step(1)
-                self._steps += 1
+            # the follower's target at the start of each of the n steps, in one call
+            starts = self._rel(now) + b.timestep * np.arange(n)
+            targets = self.follower.targets(starts)
+            if targets is None:
+                b.step(n)
+            else:
+                b.step_commanded(targets)
+            self._steps += n
         self.max_lag_s = max(self.max_lag_s, (self._now_ns() - t_ns) / 1e9)
 
     def _apply_command(self, msg: Any, msgtype: str, header: Any) -> None:

@@ -1,0 +1,34 @@
+"""CDR encoding of the one message ComSim writes in bulk: an rgb8 ``sensor_msgs/msg/Image``.
+
+Byte-identical to rosbags' ``serialize_cdr`` (little-endian; a test checks), in one copy of the
+pixels instead of several: replay and translation write hundreds of frames per episode.
+"""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+
+def _string(s: str) -> bytes:
+    """A CDR string: uint32 length (NUL included), the bytes, the NUL; no padding after."""
+    raw = s.encode() + b'\x00'
+    return struct.pack('<I', len(raw)) + raw
+
+
+def _aligned(buf: bytes) -> bytes:
+    """Pad the payload so far to a 4-byte boundary (before a uint32)."""
+    return buf + b'\x00' * (-len(buf) % 4)
+
+
+def rgb8_image_cdr(rgb: np.ndarray, stamp_ns: int, frame_id: str) -> bytes:
+    """Serialized ``sensor_msgs/msg/Image`` (encoding rgb8) of an (H, W, 3) uint8 array."""
+    rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
+    if rgb.ndim != 3 or rgb.shape[2] != 3:
+        raise ValueError(f'expected an (H, W, 3) image, got shape {rgb.shape}')
+    h, w = rgb.shape[:2]
+    head = struct.pack('<iI', int(stamp_ns // 1_000_000_000), int(stamp_ns % 1_000_000_000))
+    head = _aligned(head + _string(frame_id)) + struct.pack('<II', h, w)
+    head = _aligned(head + _string('rgb8') + b'\x00')   # encoding, is_bigendian
+    head += struct.pack('<II', w * 3, rgb.nbytes)        # step, data length
+    return b'\x00\x01\x00\x00' + head + rgb.tobytes()
