@@ -82,7 +82,8 @@ def render(q: np.ndarray, size: tuple[int, int], cam: int = 0) -> np.ndarray:
 
 def write_episode(out_dir: Path, seed: int, n_frames: int = 40, size: tuple[int, int] = (48, 64),
                   cameras: tuple[str, ...] = (FRONT,), source: str | None = None,
-                  commands: bool = True, joint_names: list[str] = JOINTS) -> Path:
+                  commands: bool = True, joint_names: list[str] = JOINTS,
+                  success: bool = True) -> Path:
     """Record one synthetic episode under ``out_dir``; returns its directory."""
     cam_hz, js_hz = 10.0, 50.0
     topics = [TopicSpec('/joint_states', 'sensor_msgs/msg/JointState', js_hz),
@@ -107,7 +108,7 @@ def write_episode(out_dir: Path, seed: int, n_frames: int = 40, size: tuple[int,
                 rec.on_message(CMD, trajectory_cdr(ahead, 0.09, joint_names), t_ns - 10**6)
             for k, cam in enumerate(cameras):
                 rec.on_message(cam, image_cdr(t_ns, render(q_js[i], size, k)), t_ns + 10**6)
-    rec.stop(success=True)
+    rec.stop(success=success)
     return path
 
 

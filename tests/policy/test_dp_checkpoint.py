@@ -125,3 +125,30 @@ def test_config_yaml_round_trip_and_errors(tmp_path):
         PolicyConfig(image_size=[32, 32], crop_size=[40, 40])
     with pytest.raises(ConfigError, match='divisible by 4'):
         PolicyConfig(horizon=10, n_action_steps=4)
+
+
+def test_encoder_head_is_linear_and_old_checkpoints_keep_their_relu(tmp_path):
+    """New encoders end in a plain linear (features may be negative: no dead ReLU units);
+    a checkpoint saved before ``encoder_head_relu`` existed still computes what it did."""
+    torch.manual_seed(0)
+    cfg = tiny_config()
+    assert not cfg.model.encoder_head_relu
+    enc = DiffusionPolicyModel(cfg).encoders[cfg.camera_keys[0]]
+    with torch.no_grad():
+        assert (enc(torch.rand(4, 3, 20, 28)) < 0).any()
+    old_cfg = tiny_config()
+    old_cfg.model.encoder_head_relu = True
+    old_cfg.camera_sizes = {FRONT: [48, 64]}
+    old = DiffusionPolicyModel(old_cfg)
+    save_pretrained(old, tmp_path / 'old')
+    raw = yaml.safe_load((tmp_path / 'old' / 'config.yaml').read_text())
+    del raw['model']['encoder_head_relu']                   # as written before the option
+    (tmp_path / 'old' / 'config.yaml').write_text(yaml.safe_dump(raw, sort_keys=False))
+    loaded = PolicyRunner.load(tmp_path / 'old', device='cpu')
+    assert loaded.config.model.encoder_head_relu
+    assert isinstance(loaded.model.encoders[cfg.camera_keys[0]].head[1], torch.nn.ReLU)
+    rng = np.random.default_rng(0)
+    imgs = {FRONT: rng.integers(0, 255, (2, 48, 64, 3), dtype=np.uint8)}
+    state = rng.normal(size=(2, 7))
+    np.testing.assert_allclose(loaded.predict(imgs, state, seed=1),
+                               PolicyRunner(old, 'cpu').predict(imgs, state, seed=1), atol=1e-6)

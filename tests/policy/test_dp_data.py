@@ -10,8 +10,12 @@ from policy_synth import FRONT, JOINTS, expected_actions, tiny_config, trajector
 from comsim_policy.data.augment import crop
 from comsim_policy.data.cache import FrameCache
 from comsim_policy.data.dataset import WindowDataset
-from comsim_policy.data.episode_arrays import EpisodeDataError, load_episode_arrays
-from comsim_policy.training.data_setup import DataSpec
+from comsim_policy.data.episode_arrays import (
+    EpisodeDataError,
+    episode_success,
+    load_episode_arrays,
+)
+from comsim_policy.training.data_setup import DataSpec, prepare
 
 
 def test_actions_are_commands_in_force_with_next_state_fallback(tmp_path):
@@ -85,3 +89,21 @@ def test_windows_pad_at_the_edges_and_crop(tmp_path):
     one = crop(frames, (4, 4), np.random.default_rng(1))
     assert one.shape == (2, 4, 4, 3)
     np.testing.assert_array_equal(one[1] - one[0], 144)  # same offset for both steps
+
+
+def test_failed_demonstrations_are_left_out_unless_asked_for(tmp_path):
+    """The recorder marks a demonstration that failed its task; it is not one to imitate."""
+    ok = write_episode(tmp_path / 'eps', seed=0, n_frames=6)
+    bad = write_episode(tmp_path / 'eps', seed=1, n_frames=6, success=False)
+    assert (episode_success(ok), episode_success(bad), episode_success(tmp_path)) == \
+        (True, False, None)
+    cfg = tiny_config()
+    data = prepare([DataSpec(tmp_path / 'eps')], cfg, FrameCache(None, cfg))
+    assert [e.name for e in data.train] == [ok.name]
+    assert data.summary['failed_skipped'] == 1 and data.summary['episodes'] == 1
+    cfg.train.include_failed = True
+    data = prepare([DataSpec(tmp_path / 'eps')], cfg, FrameCache(None, cfg))
+    assert len(data.train) == 2 and data.summary['failed_skipped'] == 0
+    cfg.train.include_failed = False
+    with pytest.raises(EpisodeDataError, match='marked failed'):
+        prepare([DataSpec(bad)], cfg, FrameCache(None, cfg))

@@ -79,7 +79,7 @@ def test_fast_runner_gives_the_plain_runners_actions(which):
     np.testing.assert_allclose(fast.predict(imgs, state), plain.predict(imgs, state), atol=2e-5)
 
 
-def test_channels_last_encoding_and_batches_match():
+def test_batches_and_image_memory_formats_match():
     cfg = tiny_config(cameras=(FRONT, SIDE))
     model = _model(cfg).eval()
     runner = PolicyRunner(model, 'cpu', fast=False)
@@ -89,10 +89,11 @@ def test_channels_last_encoding_and_batches_match():
     state = torch.randn(3, 2, 7)
     with torch.inference_mode():
         ref = model.sample(imgs, state, runner.scheduler, torch.Generator().manual_seed(0))
-        for channels_last in (False, True):
-            got = FastSampler(model, channels_last).sample(imgs, state, runner.scheduler,
-                                                           torch.Generator().manual_seed(0))
-            torch.testing.assert_close(got, ref, rtol=0, atol=2e-5)
+        got = FastSampler(model).sample(imgs, state, runner.scheduler,
+                                        torch.Generator().manual_seed(0))
+        torch.testing.assert_close(got, ref, rtol=0, atol=2e-5)
+        nchw = model.encode(imgs, state, memory_format=torch.contiguous_format)
+        torch.testing.assert_close(model.encode(imgs, state), nchw, rtol=0, atol=1e-5)
 
 
 def test_new_weights_are_picked_up():

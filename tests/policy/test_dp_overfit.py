@@ -10,6 +10,7 @@ import torch
 from policy_synth import FRONT, expected_actions, tiny_config, write_episode
 
 from comsim_policy.checkpoint import load_config
+from comsim_policy.evaluation import open_loop
 from comsim_policy.inference import PolicyRunner
 from comsim_policy.training.train import main
 from comsim_teleop.episodes import Episode
@@ -79,3 +80,17 @@ def test_resume_continues_from_last_checkpoint(trained, tmp_path):
     state = json.loads((out / 'training_state' / 'state.json').read_text())
     assert state['step'] == 450
     assert load_config(out).camera_sizes == {FRONT: [48, 64]}
+
+
+def test_open_loop_replay_diagnostic(trained, capsys):
+    """The open-loop diagnostic feeds native frames as the node does and beats 'hold still'."""
+    out = trained / 'open_loop.json'
+    assert open_loop.main(['--checkpoint', str(trained / 'ckpt'), '--data',
+                           str(trained / 'eps'), '--stride', '3', '--json', str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert len(report['episodes']) == len(SEEDS)
+    for ep in report['episodes'].values():
+        assert ep['preprocessing_matches_training']
+        assert len(ep['mae_per_row']) == 4 and ep['frames'] == N_FRAMES // 3
+    assert report['mean_mae'] < 0.75 * report['mean_hold_mae'], report   # 0.64 measured
+    assert 'mean over 2 episodes' in capsys.readouterr().out

@@ -88,8 +88,8 @@ def test_stage_end_to_end(tmp_path):
         assert (ckpt / 'model.safetensors').exists() and (ckpt / 'config.yaml').exists()
         assert load_config(ckpt).camera_sizes == {FRONT: list(LAB_SIZE)}
         assert re.search(rf'\| {name} \| move_card \| id \| default \| [01]/1 \| \d+ % \|', md), md
-        row = re.search(rf'^\| {name} \| [^|]+ \| 20 \| (\d+) \| \d+ \| ([\d.]+) \| ([\d.]+) \|$',
-                        md, re.M)
+        row = re.search(rf'^\| {name} \| [^|]+ \| 20 \| (\d+) \| \d+ \| ([\d.]+) \| ([\d.]+) '
+                        r'\| ([\d.]+) \|$', md, re.M)
         assert row and float(row.group(1)) > 0, md
         src = ', '.join(f'{k} {v}' for k, v in sorted(sources.items()))
         assert f'| {name} | {src} |' in md

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import yaml
 from safetensors.torch import load_file, load_model, save_file, save_model
 
 from .config import ConfigError, PolicyConfig
@@ -47,13 +48,18 @@ def save_pretrained(model: DiffusionPolicyModel, directory: Path | str) -> Path:
 
 
 def load_config(directory: Path | str) -> PolicyConfig:
+    """The checkpoint's config; options added since it was saved keep their old behaviour."""
     directory = Path(directory)
     if not (directory / CONFIG).exists():
         raise CheckpointError(f'{directory} is not a policy checkpoint: no {CONFIG}')
     try:
-        return PolicyConfig.from_yaml(directory / CONFIG)
+        config = PolicyConfig.from_yaml(directory / CONFIG)
     except ConfigError as exc:
         raise CheckpointError(f'{directory}: bad {CONFIG}: {exc}') from exc
+    raw = yaml.safe_load((directory / CONFIG).read_text(encoding='utf8')) or {}
+    if 'encoder_head_relu' not in (raw.get('model') or {}):
+        config.model.encoder_head_relu = True   # saved when every encoder head had a ReLU
+    return config
 
 
 def from_pretrained(directory: Path | str, device: str | torch.device = 'cpu'

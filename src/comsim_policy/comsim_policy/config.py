@@ -34,6 +34,11 @@ class ModelConfig:
     vision_width: int = 16          # ResNet-18 stem width (64 in the standard ResNet-18)
     num_keypoints: int = 32         # spatial-softmax keypoints per camera
     share_vision_encoder: bool = False
+    # ReLU after the encoders' output layer. Off (robomimic/Chi et al.: a plain linear): with
+    # it, 80-90 % of the image features of the main-job policies were dead (always 0), which
+    # keeps the image gradient from ever reviving them. Checkpoints saved before this option
+    # existed load with True (checkpoint.load_config), so they compute what they did.
+    encoder_head_relu: bool = False
 
 
 @dataclass
@@ -68,6 +73,7 @@ class TrainConfig:
     mixture_counts: dict[str, int] = field(default_factory=dict)  # source -> episodes used
     cache_dir: str = 'output/policy_cache'
     device: str = 'auto'
+    include_failed: bool = False   # train on episodes the recorder marked success: false
 
 
 @dataclass

@@ -46,13 +46,17 @@ class TrainedPolicy:
     wall_s: float
     val_loss: float | None
     val_action_mae: float | None
+    val_image_sensitivity: float | None = None
 
     def row(self) -> str:
         def fmt(v: float | None) -> str:
             return 'n/a' if v is None else f'{v:.4f}'
         src = ', '.join(f'{k} {v}' for k, v in sorted(self.episodes.get('sources', {}).items()))
+        if self.episodes.get('failed_skipped'):
+            src += f" ({self.episodes['failed_skipped']} failed left out)"
         return (f'| {self.name} | {src} | {self.steps} | {self.samples_per_s:.0f} | '
-                f'{self.wall_s:.0f} | {fmt(self.val_loss)} | {fmt(self.val_action_mae)} |')
+                f'{self.wall_s:.0f} | {fmt(self.val_loss)} | {fmt(self.val_action_mae)} | '
+                f'{fmt(self.val_image_sensitivity)} |')
 
 
 def load_stage_config(config: PolicyConfig | Path | str | None) -> PolicyConfig:
@@ -120,7 +124,8 @@ def train_policy(name: str, specs: list[DataSpec], config: PolicyConfig, out: Pa
     last = vals[-1] if vals else {}
     return TrainedPolicy(name, ckpt, summary['data'], int(summary['steps']),
                          sum(rates) / len(rates) if rates else 0.0, wall,
-                         last.get('val_loss'), last.get('val_action_mae'))
+                         last.get('val_loss'), last.get('val_action_mae'),
+                         last.get('val_image_sensitivity'))
 
 
 def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
@@ -173,9 +178,11 @@ def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
              f'{cfg.model.down_dims}, batch {cfg.train.batch_size}, '
              f'{cfg.scheduler.num_inference_steps} DDIM steps); checkpoints under '
              f'`{(out / "policy").relative_to(out)}/`. Validation: held-out episodes, '
-             'diffusion loss and mean absolute DDIM action error (rad; gripper m).', '',
+             'diffusion loss and mean absolute DDIM action error (rad; gripper m); image '
+             'sensitivity: how far the actions move when a window gets another window\'s '
+             'images (~0: the policy ignores its cameras).', '',
              '| checkpoint | episodes | steps | samples/s | wall (s) | val loss | '
-             'val action error |', '|---|---|---|---|---|---|---|',
+             'val action error | image sensitivity |', '|---|---|---|---|---|---|---|---|',
              *[t.row() for t in trained], '',
              f'Closed loop on the bench lab over DDS: {rollouts_per_task} rollout(s) per task, '
              f'in-distribution layouts (seeds {EVAL_SEED}..), {timeout_s:g} sim s each; '

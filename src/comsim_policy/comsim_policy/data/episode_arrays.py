@@ -116,6 +116,22 @@ def load_episode_arrays(path: Path | str, config: PolicyConfig, source: str | No
                          action, np.asarray(ts, dtype=np.int64), native, used)
 
 
+def episode_success(path: Path | str) -> bool | None:
+    """The recorder's verdict on the episode (``success`` in episode.yaml); None if absent.
+
+    The recorder marks a demonstration that did not achieve its task (a dropped bottle)
+    ``success: false``; such episodes are not demonstrations to imitate.
+    """
+    side = Path(path) / 'episode.yaml'
+    if not side.exists():
+        return None
+    import yaml  # noqa: PLC0415
+
+    meta = yaml.safe_load(side.read_text(encoding='utf8'))
+    value = meta.get('success') if isinstance(meta, dict) else None
+    return None if value is None else bool(value)
+
+
 def episode_exists(path: Path | str) -> bool:
     """A directory that looks like a recorded episode (bag metadata present)."""
     return (Path(path) / 'metadata.yaml').exists()

@@ -26,24 +26,34 @@ class DiffusionPolicyModel(nn.Module):
         self.config = config
         m = config.model
         keys = config.camera_keys
+        relu = m.encoder_head_relu
         if m.share_vision_encoder:
-            shared = ResNetEncoder(m.vision_width, m.num_keypoints)
+            shared = ResNetEncoder(m.vision_width, m.num_keypoints, head_relu=relu)
             self.encoders = nn.ModuleDict({k: shared for k in keys})
         else:
-            self.encoders = nn.ModuleDict({k: ResNetEncoder(m.vision_width, m.num_keypoints)
-                                           for k in keys})
+            self.encoders = nn.ModuleDict({k: ResNetEncoder(m.vision_width, m.num_keypoints,
+                                                            head_relu=relu) for k in keys})
         feat = sum(self.encoders[k].out_dim for k in keys) + len(config.joint_names)
         self.unet = ConditionalUnet1D(config.action_dim, feat * config.n_obs_steps, m.down_dims,
                                       m.kernel_size, m.n_groups, m.diffusion_step_embed_dim)
         self.normalizer = PolicyNormalizer(len(config.joint_names), config.action_dim)
 
-    def encode(self, images: dict[str, torch.Tensor], state: torch.Tensor) -> torch.Tensor:
-        """Observation window -> one conditioning vector per sample (B, T_obs * feat)."""
+    def encode(self, images: dict[str, torch.Tensor], state: torch.Tensor,
+               memory_format: torch.memory_format | None = None) -> torch.Tensor:
+        """Observation window -> one conditioning vector per sample (B, T_obs * feat).
+
+        The encoders see NHWC (channels-last) images on a CPU unless ``memory_format`` says
+        otherwise: same values, and PyTorch's NCHW max-pool is ~15x slower there (one training
+        step of the main-job config: 124 -> 114 ms).
+        """
         b, t = state.shape[:2]
         parts = []
         for key in self.config.camera_keys:
             img = images[key]
             x = img.reshape(b * t, *img.shape[2:]).float() / 255.0
+            fmt = memory_format or (torch.channels_last if x.device.type == 'cpu'
+                                    else torch.contiguous_format)
+            x = x.contiguous(memory_format=fmt)
             parts.append(self.encoders[key](x).reshape(b, t, -1))
         parts.append(self.normalizer.state.normalize(state.float()))
         return torch.cat(parts, dim=-1).reshape(b, -1)

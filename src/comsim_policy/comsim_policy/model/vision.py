@@ -58,13 +58,17 @@ class SpatialSoftmax(nn.Module):
 
 
 class ResNetEncoder(nn.Module):
-    """ResNet-18 (2-2-2-2 basic blocks) -> spatial softmax -> linear; images in [0, 1]."""
+    """ResNet-18 (2-2-2-2 basic blocks) -> spatial softmax -> linear; images in [0, 1].
+
+    ``head_relu`` puts a ReLU after the linear (the original ComSim head; see
+    ``ModelConfig.encoder_head_relu``).
+    """
 
     MEAN = (0.485, 0.456, 0.406)
     STD = (0.229, 0.224, 0.225)
 
-    def __init__(self, width: int = 64, num_keypoints: int = 32, out_dim: int | None = None
-                 ) -> None:
+    def __init__(self, width: int = 64, num_keypoints: int = 32, out_dim: int | None = None,
+                 head_relu: bool = False) -> None:
         super().__init__()
         w = width
         self.stem = nn.Sequential(nn.Conv2d(3, w, 7, 2, 3, bias=False), _norm(w), nn.ReLU(),
@@ -78,7 +82,8 @@ class ResNetEncoder(nn.Module):
         self.stages = nn.Sequential(*stages)
         self.pool = SpatialSoftmax(c_in, num_keypoints)
         self.out_dim = out_dim or 2 * num_keypoints
-        self.head = nn.Sequential(nn.Linear(2 * num_keypoints, self.out_dim), nn.ReLU())
+        self.head = nn.Sequential(nn.Linear(2 * num_keypoints, self.out_dim),
+                                  nn.ReLU() if head_relu else nn.Identity())
         self.register_buffer('mean', torch.tensor(self.MEAN).view(1, 3, 1, 1), persistent=False)
         self.register_buffer('std', torch.tensor(self.STD).view(1, 3, 1, 1), persistent=False)
 

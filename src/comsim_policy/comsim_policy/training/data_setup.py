@@ -13,7 +13,13 @@ import numpy as np
 
 from ..config import PolicyConfig
 from ..data.cache import FrameCache
-from ..data.episode_arrays import SOURCES, EpisodeArrays, EpisodeDataError, find_episodes
+from ..data.episode_arrays import (
+    SOURCES,
+    EpisodeArrays,
+    EpisodeDataError,
+    episode_success,
+    find_episodes,
+)
 from ..data.mixture import select_episodes, split_by_episode
 
 
@@ -40,14 +46,27 @@ class PreparedData:
     summary: dict = field(default_factory=dict)
 
 
-def load_all(specs: list[DataSpec], config: PolicyConfig, cache: FrameCache
-             ) -> list[EpisodeArrays]:
-    """Every episode under every spec, decoded through the cache (in a stable order)."""
+def load_all(specs: list[DataSpec], config: PolicyConfig, cache: FrameCache,
+             skipped: list[str] | None = None) -> list[EpisodeArrays]:
+    """Every episode under every spec, decoded through the cache (in a stable order).
+
+    Episodes the recorder marked failed (``success: false``) are left out unless
+    ``config.train.include_failed``; their names are appended to ``skipped``.
+    """
     episodes = []
     for spec in specs:
         paths = find_episodes(spec.path)
         if not paths:
             raise EpisodeDataError(f'no episodes under {spec.path}')
+        if not config.train.include_failed:
+            failed = [p for p in paths if episode_success(p) is False]
+            paths = [p for p in paths if p not in failed]
+            if skipped is not None:
+                skipped += [p.name for p in failed]
+            if not paths:
+                raise EpisodeDataError(f'all {len(failed)} episodes under {spec.path} are '
+                                       'marked failed (success: false); set '
+                                       'train.include_failed to train on them anyway')
         episodes += [cache.get(p, spec.source) for p in paths]
     return episodes
 
@@ -58,7 +77,8 @@ def prepare(specs: list[DataSpec], config: PolicyConfig, cache: FrameCache) -> P
     Fills ``config.camera_sizes`` (native sizes, preferring real episodes: the robot is real)
     and ``config.control_hz`` (median frame rate) in place.
     """
-    episodes = load_all(specs, config, cache)
+    failed: list[str] = []
+    episodes = load_all(specs, config, cache, failed)
     tc = config.train
     keep = select_episodes([e.source for e in episodes], tc.mixture_counts, tc.seed)
     episodes = [episodes[i] for i in keep]
@@ -77,7 +97,8 @@ def prepare(specs: list[DataSpec], config: PolicyConfig, cache: FrameCache) -> P
     summary = {'episodes': len(episodes), 'train_episodes': len(train),
                'val_episodes': len(val), 'frames': int(sum(len(e) for e in episodes)),
                'sources': dict(Counter(e.source for e in episodes)),
-               'commands_used': int(sum(e.commands_used for e in episodes))}
+               'commands_used': int(sum(e.commands_used for e in episodes)),
+               'failed_skipped': len(failed)}
     return PreparedData(train, val, summary)
 
 

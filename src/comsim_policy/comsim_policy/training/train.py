@@ -77,7 +77,13 @@ def _batches(loader: DataLoader, sampler: MixtureSampler, epoch: int) -> Iterato
 @torch.no_grad()
 def evaluate(model: DiffusionPolicyModel, episodes: list, config: PolicyConfig,
              device: torch.device, max_batches: int = 4) -> dict[str, float]:
-    """Diffusion loss (fixed noise) and DDIM action error (joint units) on held-out windows."""
+    """Diffusion loss (fixed noise) and DDIM action error (joint units) on held-out windows.
+
+    Also how much the sampled actions move (same noise, joint units) when each window gets
+    another window's images (``val_image_sensitivity``) or joint states
+    (``val_state_sensitivity``), on the first batch: a policy whose image sensitivity is ~0
+    is blind, it replays trajectories from the joint states alone.
+    """
     if not episodes:
         return {}
     ds = WindowDataset(episodes, config, train=False)
@@ -88,6 +94,7 @@ def evaluate(model: DiffusionPolicyModel, episodes: list, config: PolicyConfig,
     sched = train_scheduler(config.scheduler)
     ddim = inference_scheduler(config.scheduler)
     losses, errs = [], []
+    sens: dict[str, float] = {}
     state = torch.random.get_rng_state()
     torch.manual_seed(1234)
     try:
@@ -97,9 +104,18 @@ def evaluate(model: DiffusionPolicyModel, episodes: list, config: PolicyConfig,
             gen = torch.Generator(device=device).manual_seed(0)
             pred = model.sample(b['images'], b['state'], ddim, gen)
             errs.append(float((pred - b['action']).abs().mean()))
+            n = b['state'].shape[0]
+            if not sens and n > 1:
+                other = torch.roll(torch.arange(n, device=device), 1)
+                for what, imgs, st in (
+                        ('image', {k: v[other] for k, v in b['images'].items()}, b['state']),
+                        ('state', b['images'], b['state'][other])):
+                    gen = torch.Generator(device=device).manual_seed(0)
+                    swapped = model.sample(imgs, st, ddim, gen)
+                    sens[f'val_{what}_sensitivity'] = float((swapped - pred).abs().mean())
     finally:
         torch.random.set_rng_state(state)
-    return {'val_loss': float(np.mean(losses)), 'val_action_mae': float(np.mean(errs))}
+    return {'val_loss': float(np.mean(losses)), 'val_action_mae': float(np.mean(errs)), **sens}
 
 
 def train(config: PolicyConfig, specs: list[DataSpec], out: Path | str, resume: bool = False,
