@@ -75,3 +75,20 @@ def test_rgb8_image_cdr_is_byte_identical_to_rosbags(frame_id) -> None:
         msg, 'sensor_msgs/msg/Image'))
     with pytest.raises(ValueError, match='H, W, 3'):
         rgb8_image_cdr(rgb[..., 0], stamp, frame_id)
+
+
+@pytest.mark.parametrize('names', [['j1'], ['joint1', 'joint2', 'joint3'], ['a', 'bb', 'ccc',
+                                                                             'dddd', 'e', 'g']])
+def test_joint_state_cdr_is_byte_identical_to_rosbags(names) -> None:
+    from comsim_teleop.episodes.encode import joint_state_cdr  # noqa: PLC0415
+
+    q = np.linspace(-1.0, 1.0, len(names))
+    T = TS.types
+    msg = T['sensor_msgs/msg/JointState'](
+        header=T['std_msgs/msg/Header'](stamp=T['builtin_interfaces/msg/Time'](
+            sec=12, nanosec=345), frame_id=''), name=names, position=q,
+        velocity=np.zeros(0), effort=np.zeros(0))
+    want = bytes(TS.serialize_cdr(msg, 'sensor_msgs/msg/JointState'))
+    assert joint_state_cdr(names, q, 12_000_000_345) == want
+    with pytest.raises(ValueError, match='joint names'):
+        joint_state_cdr(names, np.append(q, 0.0), 0)

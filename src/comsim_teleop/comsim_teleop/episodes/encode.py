@@ -1,7 +1,8 @@
-"""CDR encoding of the one message ComSim writes in bulk: an rgb8 ``sensor_msgs/msg/Image``.
+"""CDR encoding of the messages ComSim writes in bulk: rgb8 ``sensor_msgs/msg/Image`` and
+``sensor_msgs/msg/JointState`` (positions only).
 
-Byte-identical to rosbags' ``serialize_cdr`` (little-endian; a test checks), in one copy of the
-pixels instead of several: replay and translation write hundreds of frames per episode.
+Byte-identical to rosbags' ``serialize_cdr`` (little-endian; tests check), without building
+message objects and in one copy of the pixels: a replay writes thousands per episode.
 """
 from __future__ import annotations
 
@@ -27,8 +28,28 @@ def rgb8_image_cdr(rgb: np.ndarray, stamp_ns: int, frame_id: str) -> bytes:
     if rgb.ndim != 3 or rgb.shape[2] != 3:
         raise ValueError(f'expected an (H, W, 3) image, got shape {rgb.shape}')
     h, w = rgb.shape[:2]
-    head = struct.pack('<iI', int(stamp_ns // 1_000_000_000), int(stamp_ns % 1_000_000_000))
-    head = _aligned(head + _string(frame_id)) + struct.pack('<II', h, w)
+    head = _aligned(_header(stamp_ns, frame_id)) + struct.pack('<II', h, w)
     head = _aligned(head + _string('rgb8') + b'\x00')   # encoding, is_bigendian
     head += struct.pack('<II', w * 3, rgb.nbytes)        # step, data length
     return b'\x00\x01\x00\x00' + head + rgb.tobytes()
+
+
+def _header(stamp_ns: int, frame_id: str) -> bytes:
+    """std_msgs/Header: stamp (int32 sec, uint32 nanosec), frame_id."""
+    stamp = struct.pack('<iI', int(stamp_ns // 1_000_000_000), int(stamp_ns % 1_000_000_000))
+    return stamp + _string(frame_id)
+
+
+def joint_state_cdr(names: list[str], position: np.ndarray, stamp_ns: int,
+                    frame_id: str = '') -> bytes:
+    """Serialized ``sensor_msgs/msg/JointState`` with positions (velocity, effort empty)."""
+    position = np.ascontiguousarray(position, dtype='<f8').reshape(-1)
+    if len(names) != position.size:
+        raise ValueError(f'{len(names)} joint names but {position.size} positions')
+    buf = _aligned(_header(stamp_ns, frame_id)) + struct.pack('<I', len(names))
+    for name in names:
+        buf = _aligned(buf) + _string(name)
+    buf = _aligned(buf) + struct.pack('<I', position.size)
+    buf += b'\x00' * (-len(buf) % 8) + position.tobytes()   # doubles are 8-aligned
+    buf = _aligned(buf) + struct.pack('<II', 0, 0)           # velocity[], effort[]
+    return b'\x00\x01\x00\x00' + buf

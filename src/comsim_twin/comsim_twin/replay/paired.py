@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from comsim_teleop.episodes.encode import rgb8_image_cdr
+from comsim_teleop.episodes.encode import joint_state_cdr, rgb8_image_cdr
 from comsim_teleop.episodes.reader import IMAGE, JOINT_STATE
 from comsim_teleop.recording.bag_writer import EpisodeBagWriter
 from comsim_teleop.recording.sidecar import read_sidecar, write_sidecar
@@ -73,7 +73,6 @@ class PairedEpisodeWriter:
         shutil.rmtree(self.partial, ignore_errors=True)  # left over by an interrupted run
         self.partial.parent.mkdir(parents=True, exist_ok=True)
         self._writer = EpisodeBagWriter(self.partial, topics)
-        self._ts = self._writer.typestore
         self._writer.open()
         self.counts: dict[str, int] = {t.name: 0 for t in topics}
 
@@ -93,11 +92,20 @@ class PairedEpisodeWriter:
 
     def write_sim_joint_state(self, names: list[str], position: np.ndarray, stamp_ns: int,
                               log_ns: int) -> None:
-        msg = self._ts.types[JOINT_STATE](
-            header=self._header(stamp_ns, ''), name=list(names),
-            position=np.asarray(position, dtype=np.float64), velocity=np.zeros(0),
-            effort=np.zeros(0))
-        self._write(SIM_JOINT_STATES, self._ts.serialize_cdr(msg, JOINT_STATE), log_ns)
+        self._write(SIM_JOINT_STATES, joint_state_cdr(names, position, stamp_ns), log_ns)
+
+    # ---------------------------------------------------------------- one call per replay event
+    def write_frame(self, camera: str, real_raw: bytes, sim_rgb: np.ndarray, stamp_ns: int,
+                    log_ns: int) -> None:
+        """A recorded image and the twin's render of the same moment."""
+        self.write_real_image(camera, real_raw, log_ns)
+        self.write_sim_image(camera, sim_rgb, stamp_ns, log_ns)
+
+    def write_joints(self, topic: str, raw: bytes, names: list[str], sim_q: np.ndarray,
+                     stamp_ns: int, log_ns: int) -> None:
+        """A recorded joint state and what the twin's arm achieved at its stamp."""
+        self.write_raw(topic, raw, log_ns)
+        self.write_sim_joint_state(names, sim_q, stamp_ns, log_ns)
 
     # ---------------------------------------------------------------- end
     def finish(self, sidecar: dict[str, Any]) -> Path:
@@ -124,8 +132,3 @@ class PairedEpisodeWriter:
     def _write(self, topic: str, raw: bytes | memoryview, log_ns: int) -> None:
         self._writer.write(topic, raw, int(log_ns))
         self.counts[topic] += 1
-
-    def _header(self, stamp_ns: int, frame_id: str) -> Any:
-        t = self._ts.types['builtin_interfaces/msg/Time'](sec=int(stamp_ns // 10**9),
-                                                         nanosec=int(stamp_ns % 10**9))
-        return self._ts.types['std_msgs/msg/Header'](stamp=t, frame_id=frame_id)

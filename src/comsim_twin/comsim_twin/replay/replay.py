@@ -327,13 +327,11 @@ def replay_episode(episode_path: str | Path, scene: TwinScene, backend: Any,
         try:
             for ev in replay.events():
                 if ev.kind == 'image':
-                    background(writer.write_real_image, ev.camera, ev.raw, ev.log_ns)
-                    background(writer.write_sim_image, ev.camera, ev.sim_image, ev.stamp_ns,
+                    background(writer.write_frame, ev.camera, ev.raw, ev.sim_image, ev.stamp_ns,
                                ev.log_ns)
                 elif ev.kind == 'joints':
-                    background(writer.write_raw, ev.topic, ev.raw, ev.log_ns)
-                    background(writer.write_sim_joint_state, replay.joint_names,
-                               np.array(ev.sim_q), ev.stamp_ns, ev.log_ns)
+                    background(writer.write_joints, ev.topic, ev.raw, replay.joint_names,
+                               ev.sim_q, ev.stamp_ns, ev.log_ns)
                 else:
                     background(writer.write_raw, ev.topic, ev.raw, ev.log_ns)
             background.close()
