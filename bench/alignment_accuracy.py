@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-from rosbags.typesys import Stores, get_typestore
 
 from comsim_bench_lab.config import LabConfig
 from comsim_bench_lab.lab import BenchLab
 from comsim_bench_lab.realism import RealismProfile
+from comsim_teleop.episodes.encode import rgb8_image_cdr
 from comsim_teleop.recording.bag_writer import EpisodeBagWriter
 from comsim_teleop.recording.topics import TopicSpec
 from comsim_twin.alignment import align_episode, load_sheet
@@ -35,7 +35,6 @@ from comsim_twin.scene import TwinCamera
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG_DIR = ROOT / 'config' / 'bench_lab'
-TS = get_typestore(Stores.ROS2_KILTED)
 LAYOUTS = [('stack_blocks', 'default'), ('stack_blocks', 'large'), ('stack_blocks', 'cylinders'),
            ('stack_blocks', 'green_yellow'), ('move_card', 'default'), ('move_card', 'red'),
            ('move_card', 'blue'), ('shake_bottle', 'default'), ('shake_bottle', 'tall'),
@@ -59,17 +58,6 @@ def true_cameras(lab: BenchLab) -> dict[str, TwinCamera]:
     return out
 
 
-def image_msg(image: np.ndarray, t_ns: int, frame: str) -> bytes:
-    T = TS.types['builtin_interfaces/msg/Time']
-    header = TS.types['std_msgs/msg/Header'](stamp=T(sec=t_ns // 10**9, nanosec=t_ns % 10**9),
-                                             frame_id=frame)
-    h, w = image.shape[:2]
-    msg = TS.types['sensor_msgs/msg/Image'](header=header, height=h, width=w, encoding='rgb8',
-                                            is_bigendian=0, step=w * 3,
-                                            data=np.ascontiguousarray(image).reshape(-1))
-    return bytes(TS.serialize_cdr(msg, 'sensor_msgs/msg/Image'))
-
-
 def write_first_frames(lab: BenchLab, path: Path, frames: int = 2,
                        cameras: list[str] | None = None) -> Path:
     """A small episode bag: `frames` realism renders per camera of the lab's current state."""
@@ -81,7 +69,7 @@ def write_first_frames(lab: BenchLab, path: Path, frames: int = 2,
     for i in range(frames):
         t_ns = 10**9 + i * 33_333_333
         for c in cameras:
-            writer.write(f'/cameras/{c}/image_raw', image_msg(lab.render(c), t_ns, c), t_ns)
+            writer.write(f'/cameras/{c}/image_raw', rgb8_image_cdr(lab.render(c), t_ns, c), t_ns)
     writer.close()
     return path
 

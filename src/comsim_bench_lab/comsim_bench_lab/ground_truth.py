@@ -59,6 +59,7 @@ from comsim_bench_lab.scene import ROBOT_PREFIX
 from comsim_teleop.camera import project_points
 from comsim_teleop.episodes import Episode
 from comsim_teleop.episodes.decode import deserialize_tolerant
+from comsim_teleop.episodes.encode import rgb8_image_cdr
 from comsim_teleop.episodes.errors import EpisodeError
 from comsim_teleop.episodes.images import image_to_rgb, stamp_ns
 from comsim_teleop.episodes.reader import FLOAT_ARRAY, IMAGE, JOINT_STATE, TRAJECTORY
@@ -569,11 +570,8 @@ class GroundTruthRenderer:
                         continue
                     advance(t)
                     real = lab.render(cam)
-                    img = ts.types[IMAGE](header=msg.header, height=real.shape[0],
-                                          width=real.shape[1], encoding='rgb8', is_bigendian=0,
-                                          step=real.shape[1] * 3,
-                                          data=np.ascontiguousarray(real).reshape(-1))
-                    writer.write_real_image(cam, ts.serialize_cdr(img, IMAGE), log_ns)
+                    writer.write_real_image(cam, rgb8_image_cdr(real, stamp_ns(msg.header),
+                                                                msg.header.frame_id), log_ns)
                     sim = image_to_rgb(msg, f'{path}:{conn.topic}')
                     writer.write_sim_image(cam, sim, t, log_ns, frame_id=msg.header.frame_id)
                     positions[cam]['frames'][str(t)] = frame_positions(lab, cam, items, real,

@@ -148,6 +148,7 @@ def translate_frames(pipe: NeuralSimPipeline, eps: Sequence[SimEpisode], topic: 
 def write_translated(sim: SimEpisode, translated: dict[str, np.ndarray], out_dir: Path,
                      provenance: dict[str, Any]) -> Path:
     """Copy the sim bag with images replaced; ``.partial`` first, renamed when complete."""
+    from comsim_teleop.episodes.encode import rgb8_image_cdr  # noqa: PLC0415
     from comsim_teleop.recording.sidecar import write_sidecar  # noqa: PLC0415
 
     name = sim.path.name
@@ -176,11 +177,7 @@ def write_translated(sim: SimEpisode, translated: dict[str, np.ndarray], out_dir
                 msg = ts.deserialize_cdr(raw, c.msgtype)
                 st = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
                 frame = translated[c.topic][index[c.topic][int(st or t)]]
-                h, w = frame.shape[:2]
-                new = ts.types[IMAGE](header=msg.header, height=h, width=w, encoding='rgb8',
-                                      is_bigendian=0, step=w * 3,
-                                      data=np.ascontiguousarray(frame).reshape(-1))
-                raw = ts.serialize_cdr(new, IMAGE)
+                raw = rgb8_image_cdr(frame, st, msg.header.frame_id)
             writer.write(conns[c.topic], t, raw)
     side = dict(sim.sidecar)
     meta = dict(side.get('metadata') or {})

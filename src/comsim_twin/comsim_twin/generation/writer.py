@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from comsim_teleop.episodes.encode import rgb8_image_cdr
 from comsim_teleop.recording.bag_writer import EpisodeBagWriter, get_distro_typestore
 from comsim_teleop.recording.recorder import SIDECAR_FORMAT
 from comsim_teleop.recording.sidecar import dump_yaml, read_sidecar, write_sidecar
@@ -90,7 +91,10 @@ class GeneratedEpisodeWriter:
                 'k': K.reshape(-1), 'r': np.eye(3).reshape(-1), 'p': P.reshape(-1)}
 
     def _write(self, topic: str, msgtype: str, msg, t_ns: int) -> None:
-        self.bag.write(topic, bytes(self.ts.serialize_cdr(msg, msgtype)), t_ns)
+        self._write_raw(topic, bytes(self.ts.serialize_cdr(msg, msgtype)), t_ns)
+
+    def _write_raw(self, topic: str, raw: bytes, t_ns: int) -> None:
+        self.bag.write(topic, raw, t_ns)
         self.times[topic].append(t_ns)
 
     def joint_state(self, t_ns: int, q: np.ndarray, dq: np.ndarray) -> None:
@@ -115,12 +119,8 @@ class GeneratedEpisodeWriter:
 
     def image(self, t_ns: int, camera: str, rgb: np.ndarray) -> None:
         cam = self.cameras[camera]
-        h, w = rgb.shape[:2]
-        img = self.ts.types['sensor_msgs/msg/Image'](
-            header=self._header(t_ns, f'{camera}_optical_frame'), height=h, width=w,
-            encoding='rgb8', is_bigendian=0, step=w * 3,
-            data=np.ascontiguousarray(rgb, dtype=np.uint8).reshape(-1))
-        self._write(image_topic(cam), 'sensor_msgs/msg/Image', img, t_ns)
+        self._write_raw(image_topic(cam), rgb8_image_cdr(rgb, t_ns, f'{camera}_optical_frame'),
+                        t_ns)
         T = self.ts.types
         info = T['sensor_msgs/msg/CameraInfo'](
             header=self._header(t_ns, f'{camera}_optical_frame'), **self._info[camera],
