@@ -31,10 +31,12 @@ from comsim_teleop.recording.topics import TopicSpec
 from comsim_twin.alignment import align_episode, load_sheet
 from comsim_twin.alignment.colours import delta_e76, rgb_distance
 from comsim_twin.alignment.localise import wrap_yaw, yaw_period
-from comsim_twin.scene import TwinCamera
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG_DIR = ROOT / 'config' / 'bench_lab'
+sys.path.insert(0, str(ROOT / 'tests' / 'twin'))
+from test_replay_support import true_cameras  # noqa: E402  (tests/twin/test_alignment uses it too)
+
 LAYOUTS = [('stack_blocks', 'default'), ('stack_blocks', 'large'), ('stack_blocks', 'cylinders'),
            ('stack_blocks', 'green_yellow'), ('move_card', 'default'), ('move_card', 'red'),
            ('move_card', 'blue'), ('shake_bottle', 'default'), ('shake_bottle', 'tall'),
@@ -45,17 +47,6 @@ def make_lab(realism: bool = True) -> BenchLab:
     cfg = LabConfig.load(CONFIG_DIR / 'lab.yaml')
     prof = RealismProfile.load(CONFIG_DIR / 'realism.yaml') if realism else None
     return BenchLab(cfg, prof)
-
-
-def true_cameras(lab: BenchLab) -> dict[str, TwinCamera]:
-    """TwinCameras from the bench lab's ground-truth calibration (stand-in for calibration)."""
-    out = {}
-    for name in lab.camera_names:
-        c = lab.camera_info(name)
-        out[name] = TwinCamera(name, c.width, c.height, np.asarray(c.K, float),
-                               np.asarray(c.D, float), np.asarray(c.T_base_camera, float),
-                               f'/cameras/{name}/image_raw')
-    return out
 
 
 def write_first_frames(lab: BenchLab, path: Path, frames: int = 2,

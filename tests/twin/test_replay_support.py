@@ -130,14 +130,20 @@ def record_episode(out_dir: Path, task: str = 'move_card', seed: int = 0,
         lab.close()
 
 
+def true_cameras(lab: BenchLab) -> dict[str, TwinCamera]:
+    """TwinCameras from the bench lab's ground-truth calibration (stand-in for calibration)."""
+    out = {}
+    for name in lab.camera_names:
+        c = lab.camera_info(name)
+        out[name] = TwinCamera(name, c.width, c.height, np.asarray(c.K, float),
+                               np.asarray(c.D, float), np.asarray(c.T_base_camera, float),
+                               f'/cameras/{name}/image_raw')
+    return out
+
+
 def twin_scene_from_truth(lab: BenchLab, cfg: LabConfig, state: dict) -> TwinScene:
     """A twin scene with the lab's true calibration and object poses (tests only)."""
-    cameras = {}
-    for cam in lab.camera_names:
-        cal = lab.camera_info(cam)
-        cameras[cam] = TwinCamera(cam, cal.width, cal.height, np.asarray(cal.K, float),
-                                  np.asarray(cal.D, float), np.asarray(cal.T_base_camera, float),
-                                  f'/cameras/{cam}/image_raw')
+    cameras = true_cameras(lab)
     objects = {}
     for name, o in state['objects'].items():
         oc = lab.objects[name]
