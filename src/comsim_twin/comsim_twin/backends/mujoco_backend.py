@@ -123,14 +123,17 @@ class MujocoTwin:
         """Place the arm at q with joint velocity qd (None: zero), see TwinBackend."""
         model, data = self._need()
         q = self._check_q(q)
-        qd = np.zeros_like(q) if qd is None else self._check_q(qd)
+        self._place(q, np.zeros_like(q) if qd is None else self._check_q(qd))
+        mujoco.mj_forward(model, data)
+
+    def _place(self, q: np.ndarray, qd: np.ndarray) -> None:
+        """Arm and gripper joints at q moving at qd; actuators told to hold q."""
+        data = self.data
         data.qpos[self._qadr] = q[:-1]
         data.qvel[self._dadr] = qd[:-1]
-        for qa, da in zip(self._grip_qadr, self._grip_dadr):
-            data.qpos[qa] = q[-1]
-            data.qvel[da] = qd[-1]
+        data.qpos[self._grip_qadr] = q[-1]
+        data.qvel[self._grip_dadr] = qd[-1]
         data.ctrl[self._act] = q[:len(self._act)]   # hold the pose when physics runs
-        mujoco.mj_forward(model, data)
 
     def step_kinematic(self, q: np.ndarray, qd: np.ndarray) -> None:
         """See TwinBackend; mj_step computes the forward pass, so none is run per placement."""
@@ -140,21 +143,14 @@ class MujocoTwin:
         if q.shape != qd.shape or q.shape[1] != len(self.joint_names):
             raise ValueError(f'need n x {len(self.joint_names)} positions and velocities '
                              f'{self.joint_names}, got {q.shape} and {qd.shape}')
-        qadr, dadr, act = self._qadr, self._dadr, self._act
-        grip = list(zip(self._grip_qadr, self._grip_dadr))
-        armature = model.dof_armature[dadr].copy()
-        model.dof_armature[dadr] = KINEMATIC_ARMATURE
+        armature = model.dof_armature[self._dadr].copy()
+        model.dof_armature[self._dadr] = KINEMATIC_ARMATURE
         try:
             for qi, qdi in zip(q, qd):
-                data.qpos[qadr] = qi[:-1]
-                data.qvel[dadr] = qdi[:-1]
-                for qa, da in grip:
-                    data.qpos[qa] = qi[-1]
-                    data.qvel[da] = qdi[-1]
-                data.ctrl[act] = qi[:len(act)]
+                self._place(qi, qdi)
                 mujoco.mj_step(model, data)
         finally:
-            model.dof_armature[dadr] = armature
+            model.dof_armature[self._dadr] = armature
         self._stale = True
 
     def step_commanded(self, q: np.ndarray) -> None:
