@@ -64,6 +64,7 @@ from comsim_teleop.episodes.errors import EpisodeError
 from comsim_teleop.episodes.images import image_to_rgb, stamp_ns
 from comsim_teleop.episodes.reader import FLOAT_ARRAY, IMAGE, JOINT_STATE, TRAJECTORY
 from comsim_twin.replay.paired import PairedEpisodeWriter, is_complete
+from comsim_twin.replay.replay import JointTrack
 
 JOINT_TOPIC = '/joint_states'
 COMMAND_TOPICS = ('/joint_trajectory_controller/joint_trajectory',
@@ -311,36 +312,19 @@ def select_frames(n: int, max_frames: int | None) -> np.ndarray:
     return np.unique(np.linspace(0, n - 1, max(1, int(max_frames))).round().astype(int))
 
 
-class _Track:
-    """Joint positions over time: linear interpolation, held outside; segment velocity."""
-
-    def __init__(self, t_ns: np.ndarray, q: np.ndarray) -> None:
-        self.t0 = int(t_ns[0])
-        self.t = (t_ns - self.t0).astype(np.float64) * 1e-9
-        self.q = q
-
-    def at(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        q = np.stack([np.interp(t, self.t, col) for col in self.q.T], axis=1)
-        qd = np.zeros_like(q)
-        inside = (t >= self.t[0]) & (t < self.t[-1])
-        if self.t.size > 1 and inside.any():
-            hi = np.searchsorted(self.t, t[inside], side='right')
-            qd[inside] = (self.q[hi] - self.q[hi - 1]) / (self.t[hi] - self.t[hi - 1])[:, None]
-        return q, qd
-
-
 class _GripTrack:
     """The gripper target in force at each time (last command; the measured opening before
     the first): the gripper is driven, not placed, so a grasp holds (``step_kinematic``)."""
 
-    def __init__(self, track: _Track, t_ns: np.ndarray, target: np.ndarray) -> None:
+    def __init__(self, track: JointTrack, t_ns: np.ndarray, target: np.ndarray) -> None:
         self.track = track
-        self.t = (np.asarray(t_ns, np.int64) - track.t0).astype(np.float64) * 1e-9
+        self.t = (np.asarray(t_ns, np.int64) - track.t0_ns).astype(np.float64)
         self.target = np.asarray(target, float)
 
     def at(self, t: np.ndarray) -> np.ndarray:
+        """Targets at ``t`` (ns since the first joint sample)."""
         out = self.track.at(t)[0][:, -1]
-        idx = np.searchsorted(self.t, t + 1e-9, side='right') - 1
+        idx = np.searchsorted(self.t, t + 1.0, side='right') - 1
         ok = idx >= 0
         out[ok] = self.target[idx[ok]]
         return out
@@ -513,7 +497,7 @@ class GroundTruthRenderer:
             raise MissingStreamError(f'{path}: {JOINT_TOPIC} names joints {streams.joint_names}; '
                                      f'the bench-lab arm has {lab.joint_names}')
         order = [streams.joint_names.index(n) for n in lab.joint_names]
-        track = _Track(streams.joint_t, streams.joint_q[:, order])
+        track = JointTrack(streams.joint_t, streams.joint_q[:, order], lab.timestep)
         grip = _GripTrack(track, streams.command_t, streams.command_q[:, order[-1]])
         objects, poses = lab_objects(layout['objects'], self.config.tasks[task].objects, str(path))
         try:
@@ -531,9 +515,9 @@ class GroundTruthRenderer:
         step = [0]   # physics steps since the first joint stamp
 
         def advance(t_ns: int) -> None:
-            k = int(round((t_ns - track.t0) * 1e-9 / dt))
+            k = int(round((t_ns - track.t0_ns) * 1e-9 / dt))
             if k > step[0]:
-                t = np.arange(step[0] + 1, k + 1) * dt
+                t = np.arange(step[0] + 1, k + 1) * (dt * 1e9)   # each step's end, ns
                 q, qd = track.at(t)
                 lab.step_kinematic(q, qd, grip.at(t))
                 step[0] = k
