@@ -9,7 +9,14 @@ from comsim_teleop.episodes import Episode
 from comsim_teleop.recording import EpisodeBagWriter, TopicSpec
 from comsim_teleop.recording.sidecar import read_sidecar
 from comsim_twin.backends import make_backend
-from comsim_twin.replay import ReplayError, gap_report, is_complete, replay_episode, side_by_side
+from comsim_twin.replay import (
+    EpisodeReplay,
+    ReplayError,
+    gap_report,
+    is_complete,
+    replay_episode,
+    side_by_side,
+)
 from comsim_twin.replay.paired import SIM_JOINT_STATES, real_image_topic, sim_image_topic
 
 
@@ -81,6 +88,22 @@ def test_dynamic_replay_tracks_the_recorded_motion_through_physics(replays):
     assert err.max() < 0.15
     # Driven, not placed: the twin lags the commands a little, so it is not an exact copy.
     assert err.max() > 1e-4
+
+
+def test_dynamic_targets_kept_between_commands_change_nothing(recorded, backend, monkeypatch):
+    """The follower's targets are computed for a block of steps and reused until the next
+    command; per-call targets must give the same motion, bit for bit."""
+    path, scene, _ = recorded
+
+    def sim_joints():
+        backend.build(scene)
+        with Episode.open(path) as ep:
+            replay = EpisodeReplay(ep, scene, backend, 'dynamic')
+            return np.array([ev.sim_q for ev in replay.events() if ev.kind == 'joints'])
+    blocked = sim_joints()
+    monkeypatch.setattr(EpisodeReplay, 'TARGET_BLOCK', 1)
+    np.testing.assert_array_equal(sim_joints(), blocked)
+    assert np.ptp(blocked[:, :6], axis=0).max() > 0.3
 
 
 @pytest.mark.parametrize('mode', ['kinematic', 'dynamic'])

@@ -1,4 +1,4 @@
-"""The replay's run-ahead source: order kept, gates hold the source, errors and early stops."""
+"""The replay's threads: run-ahead source (order, errors, early stop), camera turns, writer."""
 from __future__ import annotations
 
 import threading
@@ -6,36 +6,82 @@ import time
 
 import pytest
 
-from comsim_twin.replay.threads import BackgroundCalls, run_ahead
+from comsim_twin.replay.threads import BackgroundCalls, Turns, TurnsClosed, run_ahead
 
 
-def test_run_ahead_keeps_order_and_a_gate_holds_the_source_until_released() -> None:
-    state = {'produced': 0}
+def test_run_ahead_keeps_order_and_runs_ahead_in_its_own_thread() -> None:
+    threads = set()
 
     def source():
         for i in range(6):
-            state['produced'] = i
-            yield i, i % 3 == 0   # items 0 and 3 are gated
+            threads.add(threading.current_thread().name)
+            yield i
 
-    seen = []
-    for item, release in run_ahead(source()):
-        if item in (0, 3):
-            time.sleep(0.05)   # the source must not move on while we hold the gate
-            assert state['produced'] == item
-        release()
-        seen.append(item)
-    assert seen == list(range(6))
+    assert list(run_ahead(source(), name='ahead')) == list(range(6))
+    assert threads == {'ahead'}
+
+
+def test_run_ahead_hands_a_wanted_item_over_at_once() -> None:
+    """Items cross in batches, but one the caller waits for must not wait for a full batch."""
+    seen = threading.Event()
+
+    def source():
+        yield 'joints'
+        yield 'image'            # wanted
+        assert seen.wait(2.0)    # times out if 'image' sat in a half-full batch
+        yield 'command'
+
+    out = []
+    for item in run_ahead(source(), wanted=lambda x: x == 'image', batch=64):
+        out.append(item)
+        if item == 'image':
+            seen.set()
+    assert out == ['joints', 'image', 'command']
+
+
+def test_a_turn_waits_until_given_back_and_other_keys_do_not_wait() -> None:
+    turns = Turns()
+    turns.take('front')
+    turns.take('side')                 # another key: no wait
+    taken = threading.Event()
+
+    def second_front():
+        turns.take('front')
+        taken.set()
+    helper = threading.Thread(target=second_front)
+    helper.start()
+    assert not taken.wait(0.1)         # the first turn of 'front' is still out
+    turns.give_back('front')
+    assert taken.wait(2.0)
+    helper.join()
+
+
+def test_closing_turns_wakes_a_waiting_take() -> None:
+    turns = Turns()
+    turns.take('front')
+    errors = []
+
+    def waiter():
+        try:
+            turns.take('front')
+        except TurnsClosed as exc:
+            errors.append(exc)
+    helper = threading.Thread(target=waiter)
+    helper.start()
+    time.sleep(0.05)
+    turns.close()
+    helper.join(2.0)
+    assert not helper.is_alive() and len(errors) == 1
 
 
 def test_run_ahead_raises_the_source_error_in_the_caller() -> None:
     def source():
-        yield 1, False
+        yield 1
         raise RuntimeError('bag corrupt at message 2')
 
     got = []
     with pytest.raises(RuntimeError, match='corrupt at message 2'):
-        for item, release in run_ahead(source()):
-            release()
+        for item in run_ahead(source()):
             got.append(item)
     assert got == [1]
 
@@ -43,15 +89,15 @@ def test_run_ahead_raises_the_source_error_in_the_caller() -> None:
 def test_closing_early_stops_the_source_thread() -> None:
     def source():
         i = 0
-        while True:   # endless, and gated: only close() can end it
-            yield i, True
+        while True:   # endless: only close() can end it
+            yield i
             i += 1
 
     before = threading.active_count()
     it = run_ahead(source(), depth=2)
-    item, release = next(it)
-    assert item == 0
-    it.close()   # while the source waits at a gate it was never given
+    assert next(it) == 0
+    time.sleep(0.05)   # the source fills the queue and blocks on it
+    it.close()
     time.sleep(0.1)
     assert threading.active_count() == before
 

@@ -35,7 +35,8 @@ class TrajectoryFollower:
         self.joint_names = list(joint_names)
         self._times: np.ndarray | None = None  # absolute times of the knots
         self._pos: np.ndarray | None = None
-        self._vel: list[np.ndarray | None] = []
+        self._vel: np.ndarray | None = None        # knot velocities (zero where not given)
+        self._has_vel: np.ndarray | None = None    # which knots were given velocities
         self._hold: np.ndarray | None = None
 
     def reorder(self, names: list[str], values) -> np.ndarray:
@@ -78,9 +79,14 @@ class TrajectoryFollower:
         vel = [None if p.velocities is None or len(p.velocities) == 0
                else self.reorder(names, p.velocities) for p in points]
         current = np.asarray(current, dtype=float)
-        self._times = np.concatenate([[t0], t0 + tfs]) if tfs[0] > 0 else t0 + tfs
-        self._pos = np.vstack([current, pos]) if tfs[0] > 0 else pos
-        self._vel = ([np.zeros_like(current)] + vel) if tfs[0] > 0 else vel
+        if tfs[0] > 0:   # the arm's state at the start is the first knot (at rest)
+            tfs = np.concatenate([[0.0], tfs])
+            pos = np.vstack([current, pos])
+            vel = [np.zeros_like(current), *vel]
+        self._times = t0 + tfs
+        self._pos = pos
+        self._has_vel = np.array([v is not None for v in vel])
+        self._vel = np.stack([np.zeros(pos.shape[1]) if v is None else v for v in vel])
         self._hold = None
 
     def target(self, now: float) -> np.ndarray | None:
@@ -105,12 +111,10 @@ class TrajectoryFollower:
             h = knots[k + 1] - knots[k]
             s = ((times[mid] - knots[k]) / h)[:, None]
             seg = (1 - s) * pos[k] + s * pos[k + 1]
-            cubic = np.array([self._vel[i] is not None and self._vel[i + 1] is not None
-                              for i in k])
+            cubic = self._has_vel[k] & self._has_vel[k + 1]
             if cubic.any():
                 kc, sc, hc = k[cubic], s[cubic], h[cubic][:, None]
-                va = np.stack([self._vel[i] for i in kc])
-                vb = np.stack([self._vel[i + 1] for i in kc])
+                va, vb = self._vel[kc], self._vel[kc + 1]
                 h00, h10 = 2 * sc**3 - 3 * sc**2 + 1, sc**3 - 2 * sc**2 + sc
                 h01, h11 = -2 * sc**3 + 3 * sc**2, sc**3 - sc**2
                 seg[cubic] = h00 * pos[kc] + h10 * hc * va + h01 * pos[kc + 1] + h11 * hc * vb

@@ -31,7 +31,7 @@ def rgb8_image_cdr(rgb: np.ndarray, stamp_ns: int, frame_id: str) -> bytes:
     head = _aligned(_header(stamp_ns, frame_id)) + struct.pack('<II', h, w)
     head = _aligned(head + _string('rgb8') + b'\x00')   # encoding, is_bigendian
     head += struct.pack('<II', w * 3, rgb.nbytes)        # step, data length
-    return b'\x00\x01\x00\x00' + head + rgb.tobytes()
+    return b''.join((b'\x00\x01\x00\x00', head, rgb))   # the pixels copied once
 
 
 def _header(stamp_ns: int, frame_id: str) -> bytes:

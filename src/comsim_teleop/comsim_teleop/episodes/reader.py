@@ -173,6 +173,10 @@ class Episode:
             raise MissingTopicError(topic, self.topics)
         return conns
 
+    def msgtype(self, topic: str) -> str:
+        """The message type of ``topic``, from the bag's index (no scan, unlike ``streams``)."""
+        return self.require(topic)[0].msgtype
+
     @property
     def streams(self) -> dict[str, StreamInfo]:
         """Per topic: type, count, first/last log time, rate (one scan, cached)."""
@@ -199,6 +203,12 @@ class Episode:
         except Exception as exc:  # truncated chunk, bad record...
             raise CorruptEpisodeError(self.path, f'{type(exc).__name__}: {exc}') from exc
 
+    def raw_messages(self, topics: list[str]) -> Iterator[tuple[str, str, int, bytes]]:
+        """(topic, msgtype, log time ns, serialized bytes) of several topics, merged in log-time
+        order and not decoded (``decode`` what is needed): one pass for a replay."""
+        conns = [c for topic in topics for c in self.require(topic)]
+        return ((c.topic, c.msgtype, t, raw) for c, t, raw in self._iter_raw(conns))
+
     def messages(self, topic: str) -> Iterator[tuple[int, Any]]:
         """(log time ns, decoded message) of one topic, in log-time order."""
         conns = self.require(topic)  # eager: MissingTopicError at call time, not first next()
@@ -206,9 +216,10 @@ class Episode:
 
     def _decoded(self, conns: list[Connection], topic: str) -> Iterator[tuple[int, Any]]:
         for conn, t, raw in self._iter_raw(conns):
-            yield t, self._decode(raw, conn.msgtype, topic)
+            yield t, self.decode(raw, conn.msgtype, topic)
 
-    def _decode(self, raw: bytes, msgtype: str, topic: str) -> Any:
+    def decode(self, raw: bytes, msgtype: str, topic: str) -> Any:
+        """One serialized message as a message object; CorruptEpisodeError where it cannot."""
         try:
             return deserialize_tolerant(self._reader.typestore, raw, msgtype)
         except Exception as exc:
@@ -283,7 +294,7 @@ class Episode:
                            skip_unaligned)
 
     def _expect(self, topic: str, msgtypes: set[str]) -> str:
-        msgtype = self.require(topic)[0].msgtype
+        msgtype = self.msgtype(topic)
         if msgtype not in msgtypes:
             raise WrongEncodingError(f'{topic} is a {msgtype}; expected one of {sorted(msgtypes)}')
         return msgtype

@@ -5,7 +5,7 @@ install, so it is imported only when asked for.
 """
 from __future__ import annotations
 
-from comsim_twin.backends.base import BackendUnavailableError, TwinBackend
+from comsim_twin.backends.base import BackendUnavailableError, Exposure, TwinBackend
 
 BACKENDS = ('mujoco', 'isaac')
 
@@ -21,4 +21,4 @@ def make_backend(name: str = 'mujoco', **options) -> TwinBackend:
     raise ValueError(f'unknown twin backend {name!r}; choose one of {BACKENDS}')
 
 
-__all__ = ['BACKENDS', 'BackendUnavailableError', 'TwinBackend', 'make_backend']
+__all__ = ['BACKENDS', 'BackendUnavailableError', 'Exposure', 'TwinBackend', 'make_backend']

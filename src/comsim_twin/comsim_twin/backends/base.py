@@ -1,7 +1,6 @@
 """The one interface every twin backend implements (MuJoCo embedded, Isaac Sim on RTX GPUs)."""
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -11,6 +10,32 @@ from comsim_twin.scene import TwinScene
 
 class BackendUnavailableError(RuntimeError):
     """The simulator behind a backend is not installed or cannot run on this machine."""
+
+
+class Exposure(Protocol):
+    """A camera's snapshot on its way to an image (``TwinBackend.capture``).
+
+    Two steps, so that each runs where it is cheapest: ``render()`` draws the snapshot (GL: in
+    the thread that owns the renderers), ``image()`` then gives the camera's image in any
+    thread (the lens warp runs there, off the render loop) and is computed once.
+    """
+
+    def render(self) -> None: ...
+
+    def image(self) -> np.ndarray: ...
+
+
+class ReadyExposure:
+    """An Exposure of an image rendered already (a backend without a cheap snapshot)."""
+
+    def __init__(self, image: np.ndarray) -> None:
+        self._image = image
+
+    def render(self) -> None:
+        return None
+
+    def image(self) -> np.ndarray:
+        return self._image
 
 
 class TwinBackend(Protocol):
@@ -54,10 +79,10 @@ class TwinBackend(Protocol):
 
         distort=False: the ideal pinhole view of the same calibration (K, W x H)."""
 
-    def capture(self, camera: str, distort: bool = True) -> Callable[[], np.ndarray]:
-        """Fix what ``camera`` sees now; calling the result renders it, also after physics has
-        moved on (until the camera's next capture). Lets a replay step physics while it
-        renders; a backend without a cheap snapshot renders at once: ``lambda: image``."""
+    def capture(self, camera: str, distort: bool = True) -> Exposure:
+        """Fix what ``camera`` sees now, to be rendered later, also after physics has moved on
+        (until the camera's next capture). Lets a replay step physics while it renders; a
+        backend without a cheap snapshot renders at once (``ReadyExposure``)."""
 
     def render_segmentation(self, camera: str, distort: bool = True) -> dict[str, np.ndarray]:
         """Boolean mask per object name (for alignment by render-and-compare)."""

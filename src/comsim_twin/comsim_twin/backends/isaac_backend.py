@@ -18,7 +18,7 @@ import numpy as np
 
 from comsim_teleop.camera import Lens
 from comsim_teleop.robot.model import RobotModel
-from comsim_twin.backends.base import BackendUnavailableError
+from comsim_twin.backends.base import BackendUnavailableError, ReadyExposure
 from comsim_twin.scene import TwinScene
 
 UNAVAILABLE = ('Isaac Sim is not installed; it needs an RTX GPU (RT cores, >= 16 GB; '
@@ -243,9 +243,8 @@ class IsaacTwin:
         lens = self._lenses[camera]
         return lens.distort(padded) if distort else lens.crop(padded).copy()
 
-    def capture(self, camera: str, distort: bool = True):
-        image = self.render(camera, distort)   # no cheap snapshot: render now
-        return lambda: image
+    def capture(self, camera: str, distort: bool = True) -> ReadyExposure:
+        return ReadyExposure(self.render(camera, distort))   # no cheap snapshot: render now
 
     def render_segmentation(self, camera: str, distort: bool = True) -> dict[str, np.ndarray]:
         self._world.render()

@@ -6,7 +6,6 @@ the calibrated camera's raw (distorted) view, the same code path the lab images 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
 import mujoco
 import numpy as np
@@ -20,6 +19,27 @@ from comsim_twin.scene import TwinScene
 # and contact reactions cannot change the placed velocity within a step. The contacts then see
 # the recorded motion; with the real armature a pushed or carried object feels a softer arm.
 KINEMATIC_ARMATURE = 1e4
+
+
+class _Exposure:
+    """A MuJoCo camera snapshot (the renderer's scene): drawn by render(), warped by image()."""
+
+    def __init__(self, renderer: mujoco.Renderer, lens: Lens, distort: bool) -> None:
+        self._renderer, self._lens, self._distort = renderer, lens, distort
+        self._padded: np.ndarray | None = None
+        self._image: np.ndarray | None = None
+
+    def render(self) -> None:
+        self._padded = self._renderer.render()
+
+    def image(self) -> np.ndarray:
+        if self._image is None:
+            if self._padded is None:
+                raise RuntimeError('render() the exposure before asking for its image')
+            padded, self._padded = self._padded, None
+            self._image = (self._lens.distort(padded) if self._distort
+                           else self._lens.crop(padded).copy())
+        return self._image
 
 
 class TwinNotBuiltError(RuntimeError):
@@ -248,21 +268,18 @@ class MujocoTwin:
 
     def render(self, camera: str, distort: bool = True) -> np.ndarray:
         """HxWx3 uint8 RGB; distort=False gives the calibrated ideal pinhole view."""
-        return self.capture(camera, distort)()
+        exposure = self.capture(camera, distort)
+        exposure.render()
+        return exposure.image()
 
-    def capture(self, camera: str, distort: bool = True) -> Callable[[], np.ndarray]:
-        """Snapshot what ``camera`` sees now; the returned call renders it (see TwinBackend).
+    def capture(self, camera: str, distort: bool = True) -> '_Exposure':
+        """Snapshot what ``camera`` sees now (see TwinBackend); CPU only, any thread.
 
         The snapshot is the renderer's own scene, so a camera has one pending capture at most.
         """
         renderer = self._renderer(camera)
         renderer.update_scene(self._forward(), camera=self._camera_ids[camera])
-        lens = self._twin.lenses[camera]
-
-        def finish() -> np.ndarray:
-            padded = renderer.render()
-            return lens.distort(padded) if distort else lens.crop(padded).copy()
-        return finish
+        return _Exposure(renderer, self._twin.lenses[camera], distort)
 
     def render_labels(self, camera: str, distort: bool = True) -> np.ndarray:
         """HxW uint16: 1 + index into labelled_names per pixel, 0 where none is seen."""

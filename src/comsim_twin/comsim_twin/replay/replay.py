@@ -28,16 +28,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rosbags.highlevel import AnyReader
-from rosbags.typesys import Stores, get_typestore
 
 from comsim_teleop.control.trajectory import TrajectoryFollower, TrajectoryPoint
 from comsim_teleop.episodes import Episode, MissingTopicError
-from comsim_teleop.episodes.decode import deserialize_tolerant, header_stamp_ns
+from comsim_teleop.episodes.decode import header_stamp_ns
 from comsim_teleop.episodes.images import stamp_ns
 from comsim_teleop.episodes.reader import FLOAT_ARRAY, IMAGE, TRAJECTORY
+from comsim_twin.backends.base import Exposure
 from comsim_twin.replay.paired import PairedEpisodeWriter
-from comsim_twin.replay.threads import BackgroundCalls, run_ahead
+from comsim_twin.replay.threads import BackgroundCalls, Turns, run_ahead
 from comsim_twin.scene import TwinScene
 
 MODES = ('kinematic', 'dynamic')
@@ -63,8 +62,13 @@ class ReplayEvent:
     log_ns: int
     stamp_ns: int
     camera: str | None = None
-    sim_image: np.ndarray | None = None
+    exposure: Exposure | None = None
     sim_q: np.ndarray | None = None
+
+    @property
+    def sim_image(self) -> np.ndarray | None:
+        """The render (lens warp included), computed in the thread that first asks for it."""
+        return None if self.exposure is None else self.exposure.image()
 
 
 class JointTrack:
@@ -125,19 +129,20 @@ def camera_topics(scene: TwinScene) -> dict[str, str]:
 class EpisodeReplay:
     """Drives a built twin through one recorded episode; iterate ``events()`` once."""
 
+    TARGET_BLOCK = 64   # dynamic mode: physics steps of follower targets computed at once
+
     def __init__(self, episode: Episode, scene: TwinScene, backend: Any,
                  mode: str = 'kinematic', joint_topic: str = '/joint_states',
-                 command_topic: str | None = None, distro: Stores = Stores.ROS2_KILTED,
-                 use_velocity: bool = True) -> None:
+                 command_topic: str | None = None, use_velocity: bool = True) -> None:
         if mode not in MODES:
             raise ReplayError(f'mode {mode!r} unknown; choose one of {MODES}')
         self.episode, self.scene, self.backend, self.mode = episode, scene, backend, mode
-        self.joint_topic, self.distro = joint_topic, distro
+        self.joint_topic = joint_topic
         self.use_velocity = use_velocity   # kinematic: place the arm with its recorded velocity
         self.cameras = camera_topics(scene)
         self._check_cameras()
         self.command_topic = self._find_command_topic(command_topic)
-        self.command_msgtype = (episode.streams[self.command_topic].msgtype
+        self.command_msgtype = (episode.msgtype(self.command_topic)
                                 if self.command_topic else None)
         self._require(joint_topic, 'the recorded joint states')
         js = episode.joint_states(joint_topic)
@@ -167,14 +172,14 @@ class EpisodeReplay:
         if not self.cameras:
             raise ReplayError('the twin scene has no cameras to render')
         topics = self.episode.topics
-        images = [t for t in topics if self.episode.streams[t].msgtype == IMAGE]
+        images = [t for t in topics if self.episode.msgtype(t) == IMAGE]
         for cam, topic in self.cameras.items():
             if topic not in topics:
                 raise ReplayError(f'camera {cam!r} of the twin scene has no image topic in '
                                   f'{self.episode.path}: expected {topic!r}; image topics there: '
                                   f'{images}')
-            if self.episode.streams[topic].msgtype != IMAGE:
-                raise ReplayError(f'{topic} is a {self.episode.streams[topic].msgtype}, '
+            if self.episode.msgtype(topic) != IMAGE:
+                raise ReplayError(f'{topic} is a {self.episode.msgtype(topic)}, '
                                   f'expected {IMAGE} for camera {cam!r}')
         missing = [c for c in self.cameras if c not in self.backend.camera_names]
         if missing:
@@ -200,23 +205,26 @@ class EpisodeReplay:
     def events(self) -> Iterator[ReplayEvent]:
         """Recorded messages in log-time order, each with the twin's output for it.
 
-        Bag reading and physics run in a helper thread, one image ahead: at each image the
-        helper waits while this thread snapshots the scene (``backend.capture``), then steps on
-        to the next image while this thread renders (GL stays in the caller's thread).
+        Bag reading, physics and scene snapshots (``backend.capture``) run in a helper thread;
+        this thread only draws the snapshots (GL stays in the caller's thread), and the lens
+        warp runs wherever ``sim_image`` is first read. The helper runs on while a camera
+        renders and waits only to snapshot a camera whose previous snapshot is not drawn yet
+        (``Turns``).
         """
-        for ev, release in run_ahead(self._recorded()):
-            if ev.kind != 'image':
+        turns = Turns()
+        recorded = run_ahead(self._recorded(turns), wanted=_has_exposure)
+        try:
+            for ev in recorded:
+                if ev.exposure is not None:
+                    ev.exposure.render()
+                    turns.give_back(ev.camera)
                 yield ev
-                continue
-            try:
-                finish = self.backend.capture(ev.camera)
-            finally:
-                release()
-            ev.sim_image = finish()
-            yield ev
+        finally:
+            turns.close()
+            recorded.close()
 
-    def _recorded(self) -> Iterator[tuple[ReplayEvent, bool]]:
-        """(event, is image) with the twin advanced to the event; images not yet rendered."""
+    def _recorded(self, turns: Turns) -> Iterator[ReplayEvent]:
+        """Events with the twin advanced to each in turn; images snapshot, not yet drawn."""
         b = self.backend
         self._steps = 0
         q0 = self.track.q[0]
@@ -224,32 +232,32 @@ class EpisodeReplay:
         b.command_positions(q0)
         self.follower = TrajectoryFollower(self.joint_names)
         self.follower.set_position(q0, 0.0)
+        self._target_block: tuple[int | None, np.ndarray | None] = (None, None)
         cams_by_topic = {topic: cam for cam, topic in self.cameras.items()}
         topics = [*cams_by_topic, self.joint_topic,
                   *([self.command_topic] if self.command_topic else [])]
-        with AnyReader([self.episode.path], default_typestore=get_typestore(self.distro)) as reader:
-            conns = [c for c in reader.connections if c.topic in topics]
-            for conn, log_ns, raw in reader.messages(connections=conns):
-                raw = bytes(raw)
-                if conn.topic in cams_by_topic:   # pixels pass through: read the stamp only
-                    stamp = self._stamp(raw, log_ns)
-                    self._advance_to(stamp)
-                    self.frames += 1
-                    yield ReplayEvent('image', conn.topic, raw, log_ns, stamp,
-                                      cams_by_topic[conn.topic]), True
-                elif conn.topic == self.joint_topic:
-                    stamp = self._stamp(raw, log_ns)
-                    self._advance_to(stamp)
-                    yield ReplayEvent('joints', conn.topic, raw, log_ns, stamp,
-                                      sim_q=b.joint_positions()), False
-                else:
-                    msg = deserialize_tolerant(reader.typestore, raw, conn.msgtype)
-                    header = getattr(msg, 'header', None)
-                    stamp = (stamp_ns(header) if header is not None else 0) or log_ns
-                    self._advance_to(log_ns)   # a command acts when it was received
-                    if self.mode == 'dynamic':
-                        self._apply_command(msg, conn.msgtype, header)
-                    yield ReplayEvent('command', conn.topic, raw, log_ns, stamp), False
+        for topic, msgtype, log_ns, raw in self.episode.raw_messages(topics):
+            raw = bytes(raw)
+            if topic in cams_by_topic:   # pixels pass through: read the stamp only
+                camera = cams_by_topic[topic]
+                stamp = self._stamp(raw, log_ns)
+                self._advance_to(stamp)
+                self.frames += 1
+                turns.take(camera)
+                yield ReplayEvent('image', topic, raw, log_ns, stamp, camera,
+                                  exposure=b.capture(camera))
+            elif topic == self.joint_topic:
+                stamp = self._stamp(raw, log_ns)
+                self._advance_to(stamp)
+                yield ReplayEvent('joints', topic, raw, log_ns, stamp, sim_q=b.joint_positions())
+            else:
+                msg = self.episode.decode(raw, msgtype, topic)
+                header = getattr(msg, 'header', None)
+                stamp = (stamp_ns(header) if header is not None else 0) or log_ns
+                self._advance_to(log_ns)   # a command acts when it was received
+                if self.mode == 'dynamic':
+                    self._apply_command(msg, msgtype, header)
+                yield ReplayEvent('command', topic, raw, log_ns, stamp)
 
     @staticmethod
     def _stamp(raw: bytes, log_ns: int) -> int:
@@ -276,9 +284,7 @@ class EpisodeReplay:
                 b.step_kinematic(q, qd if self.use_velocity else np.zeros_like(qd))
                 self._steps += n
                 continue
-            # the follower's target at the start of each of the n steps, in one call
-            starts = self._rel(now) + b.timestep * np.arange(n)
-            targets = self.follower.targets(starts)
+            targets = self._targets(self._steps, n)
             if targets is None:
                 b.step(n)
             else:
@@ -286,7 +292,19 @@ class EpisodeReplay:
             self._steps += n
         self.max_lag_s = max(self.max_lag_s, (self._now_ns() - t_ns) / 1e9)
 
+    def _targets(self, first: int, n: int) -> np.ndarray | None:
+        """The follower's target at the start of steps first .. first + n - 1 (None: no command
+        yet). Computed for ``TARGET_BLOCK`` steps at once and kept until the next command:
+        several events fall between two commands."""
+        start, block = self._target_block
+        if start is None or block is None or not start <= first <= start + len(block) - n:
+            steps = np.arange(first, first + max(n, self.TARGET_BLOCK))
+            start, block = first, self.follower.targets(steps * self.backend.timestep)
+            self._target_block = (start, block)
+        return None if block is None else block[first - start:first - start + n]
+
     def _apply_command(self, msg: Any, msgtype: str, header: Any) -> None:
+        self._target_block = (None, None)   # the follower changes: targets computed anew
         now = self._rel(self._now_ns())
         if msgtype == FLOAT_ARRAY:
             self.follower.set_position(np.asarray(msg.data, float), now)
@@ -299,6 +317,14 @@ class EpisodeReplay:
         start_rel = 0.0 if start == 0 else max(self._rel(start), 1e-9)
         self.follower.set_trajectory(list(msg.joint_names), points, start_rel, now,
                                      self.backend.joint_positions())
+
+
+def _has_exposure(ev: ReplayEvent) -> bool:
+    return ev.exposure is not None
+
+
+def _write_frame(writer: PairedEpisodeWriter, ev: ReplayEvent) -> None:
+    writer.write_frame(ev.camera, ev.raw, ev.sim_image, ev.stamp_ns, ev.log_ns)
 
 
 def paired_path(out_dir: str | Path, episode_path: str | Path, mode: str) -> Path:
@@ -326,9 +352,8 @@ def replay_episode(episode_path: str | Path, scene: TwinScene, backend: Any,
         background = BackgroundCalls()
         try:
             for ev in replay.events():
-                if ev.kind == 'image':
-                    background(writer.write_frame, ev.camera, ev.raw, ev.sim_image, ev.stamp_ns,
-                               ev.log_ns)
+                if ev.kind == 'image':   # sim_image read (lens warp) in the writer's thread
+                    background(_write_frame, writer, ev)
                 elif ev.kind == 'joints':
                     background(writer.write_joints, ev.topic, ev.raw, replay.joint_names,
                                ev.sim_q, ev.stamp_ns, ev.log_ns)

@@ -15,22 +15,26 @@ _DONE = object()
 class BackgroundCalls:
     """Runs a writer's calls in one thread, in order, so bag I/O overlaps the next render.
 
-    The first error is re-raised on the next call or at `close()`.
+    Calls cross to the thread ``batch`` at a time (fewer thread hand-offs; the writer is behind
+    anyway). The first error is re-raised on the next call or at `close()`.
     """
 
-    def __init__(self, depth: int = 32):
+    def __init__(self, depth: int = 8, batch: int = 8):
         self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._batch = batch
+        self._pending: list = []
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name='paired-writer', daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
-            if item is None:
+            calls = self._queue.get()
+            if calls is None:
                 return
-            if self._error is None:
-                fn, args = item
+            for fn, args in calls:
+                if self._error is not None:
+                    break
                 try:
                     fn(*args)
                 except BaseException as exc:  # handed to the caller's thread
@@ -39,29 +43,37 @@ class BackgroundCalls:
     def __call__(self, fn, *args) -> None:
         if self._error is not None:
             raise self._error
-        self._queue.put((fn, args))
+        self._pending.append((fn, args))
+        if len(self._pending) >= self._batch:
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        if self._pending:
+            self._queue.put(self._pending)
+            self._pending = []
 
     def close(self) -> None:
-        """Wait for every queued call; raise the first error."""
+        """Run every call made so far; raise the first error."""
+        self._hand_over()
         self.stop()
         if self._error is not None:
             raise self._error
 
     def stop(self) -> None:
-        """Finish the queued calls and end the thread (never raises)."""
+        """Finish the calls handed over and end the thread (never raises)."""
         if self._thread.is_alive():
             self._queue.put(None)
             self._thread.join()
 
 
-def run_ahead(source: Iterator[tuple[T, bool]], depth: int = 64,
-              name: str = 'replay-source') -> Iterator[tuple[T, Callable[[], None]]]:
-    """Iterate ``source`` in a helper thread, up to ``depth`` items ahead of the caller.
+def run_ahead(source: Iterator[T], depth: int = 16, name: str = 'replay-source',
+              wanted: Callable[[T], bool] | None = None, batch: int = 64) -> Iterator[T]:
+    """Iterate ``source`` in a helper thread, ahead of the caller.
 
-    ``source`` yields ``(item, gated)``. After a gated item the source pauses until the caller
-    calls the ``release`` handed out with it (a no-op for other items): the caller reads
-    shared state in between (a replay snapshots the scene for a render), then the source moves
-    on while the caller does the slow part. Closing the iterator stops the thread.
+    Items cross to the caller in batches (fewer thread hand-offs): a batch ends at an item
+    ``wanted`` says the caller is waiting for (the replay's images), or after ``batch`` items;
+    at most ``depth`` batches wait. Closing the iterator stops the thread; an error in
+    ``source`` is raised in the caller after the items before it.
     """
     items: queue.Queue = queue.Queue(maxsize=depth)
     stop = threading.Event()
@@ -76,32 +88,66 @@ def run_ahead(source: Iterator[tuple[T, bool]], depth: int = 64,
         return False
 
     def produce() -> None:
+        pending: list = []
         try:
-            for item, gated in source:
-                gate = threading.Event() if gated else None
-                if not put((item, gate)):
-                    return
-                while gate is not None and not gate.wait(0.05):
-                    if stop.is_set():
+            for item in source:
+                pending.append(item)
+                if len(pending) >= batch or (wanted is not None and wanted(item)):
+                    if not put((pending, None)):
                         return
-            put((_DONE, None))
+                    pending = []
+            put((pending, _DONE))
         except BaseException as exc:  # raised again in the caller's thread
-            put((_DONE, exc))
+            put((pending, exc))
 
     thread = threading.Thread(target=produce, name=name, daemon=True)
     thread.start()
     try:
         while True:
-            item, gate = items.get()
-            if item is _DONE:
-                if gate is not None:
-                    raise gate
+            batch_items, end = items.get()
+            yield from batch_items
+            if end is _DONE:
                 return
-            yield item, (gate.set if gate is not None else _no_op)
+            if end is not None:
+                raise end
     finally:
         stop.set()
         thread.join()
 
 
-def _no_op() -> None:
-    return None
+class TurnsClosed(RuntimeError):
+    """``Turns.take`` was waiting when the turns were closed (the caller stopped early)."""
+
+
+class Turns:
+    """One turn per key (a camera): ``take`` waits until the key's last turn was given back.
+
+    A replay's source thread takes a camera's turn before it snapshots the scene into that
+    camera's renderer, and the caller gives it back once it has rendered the snapshot: the
+    next snapshot of a camera never overwrites one not yet rendered, and the source never
+    waits for renders of other cameras.
+    """
+
+    def __init__(self) -> None:
+        self._busy: set = set()
+        self._closed = False
+        self._changed = threading.Condition()
+
+    def take(self, key: Any) -> None:
+        with self._changed:
+            while key in self._busy and not self._closed:
+                self._changed.wait()
+            if self._closed:
+                raise TurnsClosed(f'turns closed while waiting for {key!r}')
+            self._busy.add(key)
+
+    def give_back(self, key: Any) -> None:
+        with self._changed:
+            self._busy.discard(key)
+            self._changed.notify_all()
+
+    def close(self) -> None:
+        """Wake every ``take`` (it raises TurnsClosed); later takes raise at once."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
