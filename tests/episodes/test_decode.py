@@ -11,6 +11,7 @@ from comsim_teleop.episodes.decode import (
     deserialize_prefix,
     deserialize_tolerant,
     header_stamp_ns,
+    joint_states_from_cdr,
 )
 
 
@@ -92,3 +93,54 @@ def test_joint_state_cdr_is_byte_identical_to_rosbags(names) -> None:
     assert joint_state_cdr(names, q, 12_000_000_345) == want
     with pytest.raises(ValueError, match='joint names'):
         joint_state_cdr(names, np.append(q, 0.0), 0)
+
+
+def _joint_state(t_ns: int, names: list[str], pos, vel=(), eff=(), frame_id: str = '',
+                 little_endian: bool = True) -> bytes:
+    msg = TS.types['sensor_msgs/msg/JointState'](
+        header=TS.types['std_msgs/msg/Header'](
+            stamp=TS.types['builtin_interfaces/msg/Time'](sec=t_ns // 10**9,
+                                                          nanosec=t_ns % 10**9),
+            frame_id=frame_id),
+        name=names, position=np.asarray(pos, np.float64), velocity=np.asarray(vel, np.float64),
+        effort=np.asarray(eff, np.float64))
+    return bytes(TS.serialize_cdr(msg, 'sensor_msgs/msg/JointState',
+                                  little_endian=little_endian))
+
+
+@pytest.mark.parametrize('case', ['rclpy', 'velocity_and_effort', 'frame_id'])
+def test_joint_states_decoded_at_once_equal_one_by_one(case) -> None:
+    rng = np.random.default_rng(0)
+    names = ['shoulder', 'elbow', 'wrist_1', 'gripper']
+    raws = []
+    for i in range(20):
+        t = 1_700_000_000_000_000_000 + i * 2_000_000
+        pos = rng.normal(size=4)
+        if case == 'rclpy':   # trailing bytes after each message (the interop bug)
+            raws.append(joint_state_raw(t, list(pos), names=names))
+        elif case == 'velocity_and_effort':
+            raws.append(_joint_state(t, names, pos, rng.normal(size=4), rng.normal(size=4)))
+        else:
+            raws.append(_joint_state(t, names, pos, frame_id='base_link_odd'))
+    names_at_once, stamps, (pos, vel, eff) = joint_states_from_cdr(raws)
+    assert names_at_once == names
+    for i, raw in enumerate(raws):
+        msg = deserialize_tolerant(TS, raw, 'sensor_msgs/msg/JointState')
+        assert stamps[i] == msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+        np.testing.assert_array_equal(pos[i], msg.position)
+        for got, ref in ((vel, msg.velocity), (eff, msg.effort)):
+            if ref.size:
+                np.testing.assert_array_equal(got[i], ref)
+            else:
+                assert got is None
+
+
+def test_joint_states_of_different_layouts_are_left_to_one_by_one_decoding() -> None:
+    a = _joint_state(1, ['j1', 'j2'], [0.1, 0.2])
+    assert joint_states_from_cdr([a, _joint_state(2, ['j2', 'j1'], [0.1, 0.2])]) is None
+    assert joint_states_from_cdr([a, _joint_state(2, ['j1', 'j2'], [0.1, 0.2], [1, 2])]) is None
+    assert joint_states_from_cdr([a, _joint_state(2, ['j1', 'j2'], [0.1, 0.2],
+                                                  frame_id='x')]) is None
+    assert joint_states_from_cdr([_joint_state(1, ['j1'], [0.1], little_endian=False)]) is None
+    assert joint_states_from_cdr([a, a[:20]]) is None   # truncated
+    assert joint_states_from_cdr([]) is None

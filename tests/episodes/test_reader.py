@@ -80,6 +80,17 @@ def test_joint_states_from_rclpy_bytes(episode_dir: Path) -> None:
     np.testing.assert_allclose(js.position[:, 0], np.arange(101) / 100)
 
 
+def test_joint_states_decoded_at_once_equal_one_by_one(episode_dir: Path, monkeypatch) -> None:
+    with Episode.open(episode_dir) as ep:
+        at_once = ep.joint_states()
+        monkeypatch.setattr('comsim_teleop.episodes.reader.joint_states_from_cdr',
+                            lambda raws: None)
+        one_by_one = ep.joint_states()
+    assert at_once.names == one_by_one.names
+    for field in ('t_ns', 'position', 'velocity', 'effort'):
+        np.testing.assert_array_equal(getattr(at_once, field), getattr(one_by_one, field))
+
+
 def test_images_use_header_stamp(episode_dir: Path) -> None:
     with Episode.open(episode_dir) as ep:
         imgs = list(ep.images('/cam'))

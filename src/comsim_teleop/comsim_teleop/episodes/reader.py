@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import yaml
 from rosbags.highlevel import AnyReader
 from rosbags.typesys import Stores, get_typestore
 
+from ..recording.sidecar import load_yaml, sidecar_path
 from .align import hold_at, interpolate_at, merge_trajectories
-from .decode import deserialize_tolerant
+from .decode import deserialize_tolerant, joint_states_from_cdr
 from .errors import (
     AlignmentError,
     CorruptEpisodeError,
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 
     from rosbags.interfaces import Connection
 
-SIDECAR = 'episode.yaml'
 IMAGE = 'sensor_msgs/msg/Image'
 COMPRESSED = 'sensor_msgs/msg/CompressedImage'
 JOINT_STATE = 'sensor_msgs/msg/JointState'
@@ -239,6 +238,9 @@ class Episode:
     def joint_states(self, topic: str = '/joint_states') -> JointStates:
         """All JointState samples, columns in the first message's name order."""
         self._expect(topic, {JOINT_STATE})
+        at_once = self._joint_states_at_once(topic)
+        if at_once is not None:
+            return at_once
         names: list[str] | None = None
         ts: list[int] = []
         rows: dict[str, list[np.ndarray]] = {'position': [], 'velocity': [], 'effort': []}
@@ -256,12 +258,34 @@ class Episode:
                 rows[field].append(arr[order] if arr.size == len(msg_names)
                                    else np.full(len(names), np.nan))
         names = names or []
-        t_arr = np.asarray(ts, dtype=np.int64)
-        order = np.argsort(t_arr, kind='stable')
-        shaped = {k: (np.stack(v)[order] if v else np.zeros((0, len(names))))
-                  for k, v in rows.items()}
-        return JointStates(t_arr[order], names, shaped['position'], shaped['velocity'],
-                           shaped['effort'])
+        return _sorted_joint_states(np.asarray(ts, dtype=np.int64), names,
+                                    [np.stack(v) if v else np.zeros((0, len(names)))
+                                     for v in rows.values()])
+
+    def _joint_states_at_once(self, topic: str) -> JointStates | None:
+        """The samples decoded in one go (``joint_states_from_cdr``) when they share one layout,
+        checked against rosbags on the first message; None: decode them one by one."""
+        log_ns, raws = [], []
+        for _, _, t, raw in self.raw_messages([topic]):
+            log_ns.append(t)
+            raws.append(raw)
+        decoded = joint_states_from_cdr(raws)
+        if decoded is None:
+            return None
+        names, stamps, values = decoded
+        first = self.decode(raws[0], JOINT_STATE, topic)
+        if list(first.name) != names or stamp_ns(first.header) != stamps[0]:
+            return None
+        n, j = len(raws), len(names)
+        columns = []
+        for field, value in zip(('position', 'velocity', 'effort'), values):
+            if not np.array_equal(np.asarray(getattr(first, field), np.float64),
+                                  value[0] if value is not None else np.zeros(0)):
+                return None
+            columns.append(value if value is not None and value.shape[1] == j
+                           else np.full((n, j), np.nan))
+        t_ns = np.where(stamps != 0, stamps, np.asarray(log_ns, dtype=np.int64))
+        return _sorted_joint_states(t_ns, names, columns)
 
     def commands(self, topic: str) -> Commands:
         """Commanded positions and the absolute times they take effect (see module docs)."""
@@ -300,16 +324,23 @@ class Episode:
         return msgtype
 
 
+def _sorted_joint_states(t_ns: np.ndarray, names: list[str],
+                         columns: list[np.ndarray]) -> JointStates:
+    """JointStates in stamp order (stable: equal stamps keep their log order)."""
+    order = np.argsort(t_ns, kind='stable')
+    return JointStates(t_ns[order], names, *(c[order] for c in columns))
+
+
 def _load_metadata(path: Path) -> dict[str, Any]:
     """episode.yaml content, plus the bag's custom_data under ``bag_custom_data``."""
     meta: dict[str, Any] = {}
-    side = path / SIDECAR
+    side = sidecar_path(path)
     if side.exists():
-        loaded = yaml.safe_load(side.read_text(encoding='utf8'))
+        loaded = load_yaml(side.read_text(encoding='utf8'))
         meta = loaded if isinstance(loaded, dict) else {}
-    info = yaml.safe_load((path / 'metadata.yaml').read_text(encoding='utf8')) or {}
+    info = load_yaml((path / 'metadata.yaml').read_text(encoding='utf8')) or {}
     custom = (info.get('rosbag2_bagfile_information') or {}).get('custom_data') or {}
     meta['bag_custom_data'] = custom
     if 'metadata' not in meta and 'comsim.metadata' in custom:
-        meta['metadata'] = yaml.safe_load(custom['comsim.metadata'])
+        meta['metadata'] = load_yaml(custom['comsim.metadata'])
     return meta

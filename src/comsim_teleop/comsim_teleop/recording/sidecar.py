@@ -13,6 +13,14 @@ from typing import Any
 import yaml
 
 SIDECAR_NAME = 'episode.yaml'
+# libyaml's safe loader where PyYAML was built with it: the same safe subset as yaml.safe_load
+# (no arbitrary objects), parsed in C (~10x faster: sidecars are read per episode, in batches).
+_SAFE_LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
+
+
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load`` semantics, with the C parser when available."""
+    return yaml.load(text, Loader=_SAFE_LOADER)  # noqa: S506 - a safe loader
 
 
 def sidecar_path(episode_dir: Path) -> Path:
@@ -61,7 +69,7 @@ def read_sidecar(episode_dir: Path) -> dict[str, Any] | None:
     path = sidecar_path(episode_dir)
     if not path.exists():
         return None
-    data = yaml.safe_load(path.read_text(encoding='utf8'))
+    data = load_yaml(path.read_text(encoding='utf8'))
     return data if isinstance(data, dict) else {'value': data}
 
 
