@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import sys
 import tempfile
 import time
@@ -53,7 +54,7 @@ def main(argv=None) -> int:
     ap.add_argument('--camera-hz', type=float, default=30.0)
     ap.add_argument('--joint-hz', type=float, default=200.0)
     ap.add_argument('--scale', type=float, default=1.0, help='camera size vs lab.yaml (320x240)')
-    ap.add_argument('--repeats', type=int, default=4)
+    ap.add_argument('--repeats', type=int, default=6)
     ap.add_argument('--json', type=Path, default=ROOT / 'bench' / 'results' / 'replay_fps.json')
     args = ap.parse_args(argv)
 
@@ -64,27 +65,33 @@ def main(argv=None) -> int:
     record_s = time.perf_counter() - t0
     with Episode.open(bag) as ep:
         counts = {t: s.count for t, s in ep.streams.items()}
+    images = sum(n for t, n in counts.items() if t.startswith('/cameras/'))
     backend = make_backend('mujoco')
     result: dict = {'task': args.task, 'episode_messages': counts, 'record_s': record_s,
                     'cameras': {c.name: [c.width, c.height] for c in scene.cameras.values()},
                     'modes': {}}
     try:
-        # Interleaved (raw, replay) pairs: the machine's load drifts (2 shared cores), so each
-        # replay is compared with raw rendering measured right before it.
+        # Raw rendering measured before and after each replay, as many renders as the replay
+        # makes: the machine's load drifts (2 shared cores), so each replay is compared with
+        # the mean of the raw loops around it.
         for mode in ('kinematic', 'dynamic'):
             runs = []
+            backend.build(scene)
+            raw_before = raw_render_fps(backend, images)
             for r in range(args.repeats):
-                backend.build(scene)
-                raw = raw_render_fps(backend, 100)
                 t0 = time.perf_counter()
                 paired = replay_episode(bag, scene, backend, mode, tmp / f'paired_{r}')
                 wall = time.perf_counter() - t0
                 with Episode.open(paired) as ep:
                     frames = sum(s.count for t, s in ep.streams.items()
                                  if t.startswith('/sim/cameras/'))
+                shutil.rmtree(paired)
+                raw_after = raw_render_fps(backend, images)
+                raw = {k: (raw_before[k] + raw_after[k]) / 2 for k in raw_before}
                 runs.append({'replay_fps': frames / wall, **raw,
                              'ratio_vs_mujoco_raw': frames / wall / raw['mujoco_raw'],
                              'ratio_vs_backend_render': frames / wall / raw['backend_render']})
+                raw_before = raw_after
             ratios = [x['ratio_vs_mujoco_raw'] for x in runs]
             # Best of each side: on a shared machine a load spike only ever slows a run down,
             # so the fastest replay over the fastest raw loop is the least noisy estimate.
@@ -95,6 +102,7 @@ def main(argv=None) -> int:
                                      'ratio_vs_mujoco_raw_best': max(ratios), 'runs': runs}
     finally:
         backend.close()
+        shutil.rmtree(tmp, ignore_errors=True)
     result['target_ratio'] = 0.8
     result['load_average_at_end'] = os.getloadavg()
     result['command'] = shlex.join([sys.executable, *sys.argv])
