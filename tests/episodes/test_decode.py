@@ -144,3 +144,15 @@ def test_joint_states_of_different_layouts_are_left_to_one_by_one_decoding() -> 
     assert joint_states_from_cdr([_joint_state(1, ['j1'], [0.1], little_endian=False)]) is None
     assert joint_states_from_cdr([a, a[:20]]) is None   # truncated
     assert joint_states_from_cdr([]) is None
+
+
+def test_joint_states_at_once_ignore_junk_in_alignment_padding() -> None:
+    """rclpy leaves padding bytes uninitialised: they must not send decoding one by one."""
+    a = _joint_state(1, ['j1', 'j2'], [0.1, 0.2], [0.3, 0.4])
+    b = bytearray(_joint_state(2, ['j1', 'j2'], [0.5, 0.6], [0.7, 0.8]))
+    assert b[17:20] == b'\x00\x00\x00'   # after the 1-byte frame_id, before the names count
+    b[17:20] = b'\xab\xcd\xef'
+    names, stamps, (pos, vel, eff) = joint_states_from_cdr([a, bytes(b)])
+    assert names == ['j1', 'j2'] and stamps.tolist() == [1, 2] and eff is None
+    np.testing.assert_array_equal(pos, [[0.1, 0.2], [0.5, 0.6]])
+    np.testing.assert_array_equal(vel, [[0.3, 0.4], [0.7, 0.8]])

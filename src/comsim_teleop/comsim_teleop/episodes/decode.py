@@ -58,9 +58,11 @@ def deserialize_prefix(typestore: Typestore, raw: bytes | memoryview,
     return message, pos + 4
 
 
-def _joint_state_layout(raw: bytes) -> tuple[list[str], list[tuple[int, int]], int] | None:
-    """(names, [(offset, length)] of position/velocity/effort, end) of a little-endian CDR
-    JointState; None where it does not parse."""
+def _joint_state_layout(
+        raw: bytes) -> tuple[list[str], list[tuple[int, int]], list[tuple[int, int]], int] | None:
+    """(names, [(offset, length)] of position/velocity/effort, [(start, end)] of the bytes that
+    fix the layout (lengths, counts, strings; not padding, which may be junk), end) of a
+    little-endian CDR JointState; None where it does not parse."""
     if len(raw) < 16 or raw[:2] != b'\x00\x01':
         return None
 
@@ -68,26 +70,31 @@ def _joint_state_layout(raw: bytes) -> tuple[list[str], list[tuple[int, int]], i
         return p + (-(p - 4)) % n
 
     try:
-        p = 12 + 4 + struct.unpack_from('<I', raw, 12)[0]            # stamp, frame_id
-        p = aligned(p, 4)
-        (count,), p = struct.unpack_from('<I', raw, p), p + 4
+        fixed = [(0, 4), (12, 16 + struct.unpack_from('<I', raw, 12)[0])]   # frame_id
+        p = aligned(fixed[-1][1], 4)
+        (count,) = struct.unpack_from('<I', raw, p)
+        fixed.append((p, p + 4))
+        p += 4
         names = []
         for _ in range(count):
             p = aligned(p, 4)
-            (size,), p = struct.unpack_from('<I', raw, p), p + 4
-            names.append(raw[p:p + size - 1].decode())
-            p += size
+            (size,) = struct.unpack_from('<I', raw, p)
+            fixed.append((p, p + 4 + size))
+            names.append(raw[p + 4:p + 4 + size - 1].decode())
+            p += 4 + size
         arrays = []
         for _ in range(3):
             p = aligned(p, 4)
-            (n,), p = struct.unpack_from('<I', raw, p), p + 4
+            (n,) = struct.unpack_from('<I', raw, p)
+            fixed.append((p, p + 4))
+            p += 4
             if n:
                 p = aligned(p, 8)
             arrays.append((p, n))
             p += 8 * n
     except (struct.error, UnicodeDecodeError):
         return None
-    return (names, arrays, p) if p <= len(raw) else None
+    return (names, arrays, fixed, p) if p <= len(raw) else None
 
 
 def joint_states_from_cdr(
@@ -105,14 +112,13 @@ def joint_states_from_cdr(
     layout = _joint_state_layout(bytes(raws[0]))
     if layout is None:
         return None
-    names, arrays, end = layout
+    names, arrays, fixed, end = layout
     if any(len(r) < end for r in raws):
         return None
     rows = np.frombuffer(b''.join(r[:end] for r in raws), np.uint8).reshape(len(raws), end)
-    same = np.ones(end, bool)            # bytes that fix the layout: all but stamps and values
-    same[4:12] = False
-    for off, n in arrays:
-        same[off:off + 8 * n] = False
+    same = np.zeros(end, bool)           # the bytes that fix the layout must match the first's
+    for start, stop in fixed:
+        same[start:stop] = True
     if not (rows[:, same] == rows[0, same]).all():
         return None
     sec = rows[:, 4:8].copy().view('<i4')[:, 0].astype(np.int64)
