@@ -1,6 +1,7 @@
-"""The two threads a replay uses besides the caller's: bag reading + physics run ahead of the
-renders, and the paired bag is written behind them. Errors cross back to the caller's thread;
-nothing is dropped silently."""
+"""The two threads a replay uses besides the caller's: bag reading, physics and scene snapshots
+run ahead of the renders (``run_ahead``, taking per-camera ``Turns``), and the lens warp and the
+paired bag's writes run behind them (``BackgroundCalls``). Errors cross back to the caller's
+thread; nothing is dropped silently."""
 from __future__ import annotations
 
 import queue
