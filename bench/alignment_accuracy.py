@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import tempfile
 import time
@@ -35,6 +33,8 @@ from comsim_twin.alignment.localise import wrap_yaw, yaw_period
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG_DIR = ROOT / 'config' / 'bench_lab'
 sys.path.insert(0, str(ROOT / 'tests' / 'twin'))
+sys.path.insert(0, str(ROOT / 'bench'))   # tests load this file by path
+from provenance import command, machine  # noqa: E402
 from test_replay_support import true_cameras  # noqa: E402  (tests/twin/test_alignment uses it too)
 
 LAYOUTS = [('stack_blocks', 'default'), ('stack_blocks', 'large'), ('stack_blocks', 'cylinders'),
@@ -138,9 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         'colour_delta_e': {'mean': float(np.mean([o['colour_delta_e'] for o in objs])),
                            'max': float(np.max([o['colour_delta_e'] for o in objs]))},
         'seconds_per_layout': float(np.mean([r['seconds'] for r in rows]))}
-    result = {'command': ' '.join([Path(sys.executable).name, *sys.argv]),
-              'machine': {'platform': platform.platform(), 'cpus': os.cpu_count(),
-                          'python': platform.python_version()},
+    result = {'command': command(), 'machine': machine(),
               'cameras': 'bench lab true camera_info (calibration stage not yet wired)',
               'renderer': args.backend, 'summary': summary, 'layouts': rows}
     print(json.dumps(summary, indent=2, default=float))

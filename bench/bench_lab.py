@@ -10,13 +10,11 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import os
-import platform
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from provenance import command, machine
 
 from comsim_bench_lab.config import LabConfig
 from comsim_bench_lab.lab import BenchLab
@@ -108,8 +106,8 @@ def main() -> None:
             print(f'expert {task} {region}: {rate:.0f}% of {len(res)}, '
                   f'episode {min(durs):.1f}-{max(durs):.1f} s', flush=True)
     lab.close()
-    result['machine'] = {'cpus': os.cpu_count(), 'platform': platform.platform()}
-    result['command'] = ' '.join(['python'] + sys.argv)
+    result['machine'] = machine()
+    result['command'] = command()
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
 

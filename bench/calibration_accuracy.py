@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import shlex
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import cv2
 import numpy as np
+from provenance import command, machine
 
 from comsim_bench_lab.calibration_rig import capture_calibration
 from comsim_bench_lab.config import LabConfig
@@ -93,10 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix='comsim_calib_') as tmp:
         result = run(args.views, args.seed, Path(tmp))
-    result.update({'command': ' '.join(shlex.quote(a) for a in [sys.executable, *sys.argv]),
-                   'machine': {'platform': platform.platform(), 'python': platform.python_version(),
-                               'cpus': os.cpu_count(), 'processor': platform.processor()},
-                   'date': time.strftime('%Y-%m-%d %H:%M:%S')})
+    result.update({'command': command(), 'machine': machine()})
     print(f'calibration accuracy, {args.views} hand-held views per camera, seed {args.seed} '
           f'(capture {result["capture_s"]:.1f} s, calibrate {result["calibrate_s"]:.1f} s)')
     print(f'{"camera":8} {"mean px":>8} {"rms px":>7} {"used":>5} {"rej":>4} {"fx err":>7} '

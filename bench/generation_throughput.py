@@ -11,11 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import sys
 import tempfile
 from pathlib import Path
+
+from provenance import command, machine
 
 os.environ.setdefault('MUJOCO_GL', 'egl')
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,10 +58,7 @@ def main() -> None:
         if 1 in rows and 2 in rows:
             rows[2]['scaling_vs_1'] = round(rows[2]['successful_per_min']
                                             / max(rows[1]['successful_per_min'], 1e-9), 2)
-    out = {'command': ' '.join([sys.executable, *sys.argv]),
-           'machine': {'cpus': os.cpu_count(), 'platform': platform.platform(),
-                       'processor': platform.processor(), 'python': platform.python_version(),
-                       'load_avg_at_end': os.getloadavg()},
+    out = {'command': command(), 'machine': machine(),
            'image_scale': args.image_scale, 'results': results}
     path = Path(args.out)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,13 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import sys
 import tempfile
 import time
 
 import torch
+from provenance import command, torch_machine
 
 from comsim_neural_sim.config import NeuralSimConfig
 from comsim_neural_sim.data import synthetic_pair
@@ -100,11 +100,7 @@ def main() -> int:
     if torch.cuda.is_available():
         results['gpu_240x320'] = bench_config(NeuralSimConfig.from_yaml(args.gpu_config),
                                               args.frames, args.steps, args.train_steps)
-    out = {'command': ' '.join([sys.executable, *sys.argv]),
-           'machine': {'platform': platform.platform(), 'cpus': os.cpu_count(),
-                       'torch': torch.__version__, 'threads': torch.get_num_threads(),
-                       'gpu': torch.cuda.get_device_name() if torch.cuda.is_available()
-                       else None},
+    out = {'command': command(), 'machine': torch_machine(),
            'results': results}
     os.makedirs(os.path.dirname(args.json) or '.', exist_ok=True)
     with open(args.json, 'w') as fh:

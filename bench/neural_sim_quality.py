@@ -12,14 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import shlex
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
+from provenance import command, torch_machine
 
 from comsim_neural_sim.config import NeuralSimConfig
 from comsim_neural_sim.data.clips import load_paired_dir
@@ -63,9 +62,7 @@ def main(argv=None) -> int:
         rows[pred] = row
         print(pred, json.dumps({k: (round(v['psnr'], 2) if isinstance(v, dict) else v)
                                 for k, v in row.items()}), flush=True)
-    result = {'command': shlex.join([sys.executable, *sys.argv]),
-              'machine': {'platform': platform.platform(), 'cpus': os.cpu_count(),
-                          'torch': torch.__version__, 'threads': torch.get_num_threads()},
+    result = {'command': command(), 'machine': torch_machine(),
               'held_out': held.name, 'camera': args.camera, 'frames': n,
               'train_episodes': len(train_clips), 'steps': args.steps,
               'floor_twin_frames': video_metrics(held.sim[:n], held.real[:n]),

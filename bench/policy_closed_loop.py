@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
+from provenance import command, machine
 from trajectory_msgs.msg import JointTrajectory
 
 from comsim_policy.evaluation.closed_loop import CAMERAS, EvalClient, deploy_graph, wait_ready
@@ -112,10 +110,8 @@ def main() -> None:
         'achieved_chunk_rate_hz_sim': round(len(chunks) / max(sim_span, 1e-9), 3),
         'obs_to_command_ms_sim': stats(latency_sim),
         'diagnostics': diag,
-        'machine': {'cpus': os.cpu_count(), 'platform': platform.platform(),
-                    'python': platform.python_version(),
-                    'load_avg_1m': round(os.getloadavg()[0], 2)},
-        'command': ' '.join(['python'] + sys.argv),
+        'machine': machine(),
+        'command': command(),
     }
     text = json.dumps(result, indent=2)
     print(text)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import sys
 import time
@@ -32,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from provenance import command, torch_machine
 
 from comsim_policy.config import PolicyConfig
 from comsim_policy.inference import PolicyRunner, default_device, optimize
@@ -139,17 +139,7 @@ def main() -> int:
                    'image_size': cfg.image_size, 'crop_size': cfg.crop_size, **stats}
             print(json.dumps(row), flush=True)
             results.append(row)
-    try:
-        load = os.getloadavg()
-    except OSError:
-        load = None
-    out = {'command': ' '.join([Path(sys.executable).name, *sys.argv]),
-           'machine': {'platform': platform.platform(), 'python': platform.python_version(),
-                       'cpu': _cpu_name(), 'cpu_count': os.cpu_count(),
-                       'cpu_threads': torch.get_num_threads(), 'torch': torch.__version__,
-                       'load_average_at_end': load,
-                       'gpu': torch.cuda.get_device_name() if torch.cuda.is_available()
-                       else None},
+    out = {'command': command(), 'machine': torch_machine(cpu=_cpu_name()),
            'results': results}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1))

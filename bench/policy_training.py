@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
+from provenance import command, torch_machine
 from torch.utils.data import DataLoader
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,11 +75,7 @@ def main() -> int:
         res['train_samples_per_s'] = round(s['history'][-1]['samples_per_s'], 1)
         res['train_wall_s'] = round(time.perf_counter() - t, 1)
         res['batch_size'] = cfg.train.batch_size
-    out = {'command': ' '.join([Path(sys.executable).name, *sys.argv]),
-           'machine': {'platform': platform.platform(), 'python': platform.python_version(),
-                       'threads': torch.get_num_threads(), 'torch': torch.__version__,
-                       'gpu': torch.cuda.get_device_name() if torch.cuda.is_available()
-                       else None},
+    out = {'command': command(), 'machine': torch_machine(),
            'episodes': args.episodes, 'frames_per_episode': args.frames, 'results': res}
     print(json.dumps(out, indent=1))
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import rclpy
 import yaml
+from provenance import command, machine
 from rclpy.node import Node
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
@@ -153,9 +153,8 @@ def main(argv=None):
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
-    result['machine'] = {'cpus': os.cpu_count(), 'platform': platform.platform(),
-                         'python': platform.python_version()}
-    result['command'] = ' '.join([Path(sys.executable).name] + sys.argv)
+    result['machine'] = machine()
+    result['command'] = command()
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:

@@ -17,8 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import shlex
 import shutil
 import sys
 import tempfile
@@ -31,6 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'tests' / 'twin'))
 
+from provenance import command, machine  # noqa: E402
 from test_replay_support import record_episode  # noqa: E402
 
 from comsim_teleop.episodes import Episode  # noqa: E402
@@ -144,11 +143,9 @@ def main(argv=None) -> int:
         backend.close()
         shutil.rmtree(tmp, ignore_errors=True)
     result['target_ratio'] = 0.8
-    result['load_average_at_end'] = os.getloadavg()
-    result['command'] = shlex.join([sys.executable, *sys.argv])
-    result['machine'] = {'platform': platform.platform(), 'cpus': os.cpu_count(),
-                         'python': platform.python_version(), 'mujoco': mujoco.__version__,
-                         'MUJOCO_GL': os.environ.get('MUJOCO_GL', '')}
+    result['command'] = command()
+    result['machine'] = machine(mujoco=mujoco.__version__,
+                                MUJOCO_GL=os.environ.get('MUJOCO_GL', ''))
     print(json.dumps(result, indent=2))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2))

@@ -10,12 +10,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from provenance import command, machine
 
 os.environ.setdefault('MUJOCO_GL', 'egl')
 
@@ -115,10 +114,9 @@ def main(argv: list[str] | None = None) -> dict:
                   f'(pinhole {row["twin_pinhole_fps"]:.1f}, padded raw '
                   f'{row["raw_mujoco_padded_fps"]:.1f}, segmentation '
                   f'{row["twin_segmentation_fps"]:.1f})')
-    report = {'command': ' '.join([Path(sys.executable).name, *sys.argv]),
-              'machine': {'platform': platform.platform(), 'python': platform.python_version(),
-                          'cpus': os.cpu_count(), 'mujoco': mujoco.__version__,
-                          'MUJOCO_GL': os.environ.get('MUJOCO_GL', '')},
+    report = {'command': command(),
+              'machine': machine(mujoco=mujoco.__version__,
+                                 MUJOCO_GL=os.environ.get('MUJOCO_GL', '')),
               'frames_per_measure': args.frames, 'results': results}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + '\n')
