@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import image_raw, joint_state_raw, trajectory_raw
+from conftest import TS, image_raw, joint_state_raw, trajectory_raw
 
 from comsim_teleop.episodes import (
     AlignmentError,
@@ -18,7 +18,8 @@ from comsim_teleop.episodes import (
     WrongEncodingError,
 )
 from comsim_teleop.episodes.align import merge_trajectories
-from comsim_teleop.recording import EpisodeRecorder, TopicSpec
+from comsim_teleop.episodes.reader import JOINT_STATE
+from comsim_teleop.recording import EpisodeBagWriter, EpisodeRecorder, TopicSpec
 
 MS = 1_000_000
 T0 = 100 * 10**9
@@ -89,6 +90,27 @@ def test_joint_states_decoded_at_once_equal_one_by_one(episode_dir: Path, monkey
     assert at_once.names == one_by_one.names
     for field in ('t_ns', 'position', 'velocity', 'effort'):
         np.testing.assert_array_equal(getattr(at_once, field), getattr(one_by_one, field))
+
+
+def test_joint_states_with_nan_efforts_are_decoded_at_once(tmp_path: Path) -> None:
+    """ros2_control publishes NaN efforts; they must not send every read one by one."""
+    writer = EpisodeBagWriter(tmp_path / 'ep', [TopicSpec('/joint_states', JOINT_STATE)])
+    writer.open()
+    for i in range(5):
+        msg = TS.types[JOINT_STATE](
+            header=TS.types['std_msgs/msg/Header'](
+                stamp=TS.types['builtin_interfaces/msg/Time'](sec=1, nanosec=i * 1000),
+                frame_id=''),
+            name=['a', 'b'], position=np.array([i, -i], float), velocity=np.zeros(0),
+            effort=np.array([np.nan, 1.0]))
+        writer.write('/joint_states', bytes(TS.serialize_cdr(msg, JOINT_STATE)), 10**9 + i)
+    writer.close()
+    with Episode.open(tmp_path / 'ep') as ep:
+        assert ep._joint_states_at_once('/joint_states') is not None
+        js = ep.joint_states()
+    assert np.isnan(js.effort[:, 0]).all() and (js.effort[:, 1] == 1.0).all()
+    assert np.isnan(js.velocity).all()
+    np.testing.assert_array_equal(js.position[:, 0], np.arange(5))
 
 
 def test_images_use_header_stamp(episode_dir: Path) -> None:

@@ -39,6 +39,26 @@ def test_run_ahead_hands_a_wanted_item_over_at_once() -> None:
     assert out == ['joints', 'image', 'command']
 
 
+def test_stopping_wakes_a_source_blocked_on_a_turn_the_caller_holds() -> None:
+    """An error (Ctrl-C) while the caller is inside run_ahead must not leave it joining a
+    source that waits for a turn only the caller would give back."""
+    turns = Turns()
+
+    def source():
+        turns.take('front')
+        yield 1
+        turns.take('front')   # blocks: the caller never gives 'front' back
+        yield 2
+
+    it = run_ahead(source(), wanted=lambda x: True, on_stop=turns.close)
+    assert next(it) == 1
+    time.sleep(0.05)
+    closer = threading.Thread(target=it.close, daemon=True)
+    closer.start()
+    closer.join(2.0)
+    assert not closer.is_alive()
+
+
 def test_a_turn_waits_until_given_back_and_other_keys_do_not_wait() -> None:
     turns = Turns()
     turns.take('front')

@@ -280,7 +280,8 @@ class Episode:
         columns = []
         for field, value in zip(('position', 'velocity', 'effort'), values):
             if not np.array_equal(np.asarray(getattr(first, field), np.float64),
-                                  value[0] if value is not None else np.zeros(0)):
+                                  value[0] if value is not None else np.zeros(0),
+                                  equal_nan=True):   # drivers publish NaN efforts
                 return None
             columns.append(value if value is not None and value.shape[1] == j
                            else np.full((n, j), np.nan))

@@ -6,6 +6,7 @@ the calibrated camera's raw (distorted) view, the same code path the lab images 
 from __future__ import annotations
 
 import json
+import threading
 
 import mujoco
 import numpy as np
@@ -28,18 +29,20 @@ class _Exposure:
         self._renderer, self._lens, self._distort = renderer, lens, distort
         self._padded: np.ndarray | None = None
         self._image: np.ndarray | None = None
+        self._warp = threading.Lock()   # image() may be asked for from two threads
 
     def render(self) -> None:
         self._padded = self._renderer.render()
 
     def image(self) -> np.ndarray:
-        if self._image is None:
-            if self._padded is None:
-                raise RuntimeError('render() the exposure before asking for its image')
-            padded, self._padded = self._padded, None
-            self._image = (self._lens.distort(padded) if self._distort
-                           else self._lens.crop(padded).copy())
-        return self._image
+        with self._warp:
+            if self._image is None:
+                if self._padded is None:
+                    raise RuntimeError('render() the exposure before asking for its image')
+                padded, self._padded = self._padded, None
+                self._image = (self._lens.distort(padded) if self._distort
+                               else self._lens.crop(padded).copy())
+            return self._image
 
 
 class TwinNotBuiltError(RuntimeError):

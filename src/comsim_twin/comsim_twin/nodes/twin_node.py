@@ -132,6 +132,9 @@ class TwinNode(Node):
         self.published += 1
 
     def close(self) -> None:
+        if self.events is not None:   # stops the replay's helper thread before its bag closes
+            self.events.close()
+            self.events = None
         if self.episode is not None:
             self.episode.close()
         self.backend.close()

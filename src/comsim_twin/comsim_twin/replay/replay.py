@@ -212,7 +212,7 @@ class EpisodeReplay:
         (``Turns``).
         """
         turns = Turns()
-        recorded = run_ahead(self._recorded(turns), wanted=_has_exposure)
+        recorded = run_ahead(self._recorded(turns), wanted=_has_exposure, on_stop=turns.close)
         try:
             for ev in recorded:
                 if ev.exposure is not None:

@@ -68,13 +68,16 @@ class BackgroundCalls:
 
 
 def run_ahead(source: Iterator[T], depth: int = 16, name: str = 'replay-source',
-              wanted: Callable[[T], bool] | None = None, batch: int = 64) -> Iterator[T]:
+              wanted: Callable[[T], bool] | None = None, batch: int = 64,
+              on_stop: Callable[[], None] | None = None) -> Iterator[T]:
     """Iterate ``source`` in a helper thread, ahead of the caller.
 
     Items cross to the caller in batches (fewer thread hand-offs): a batch ends at an item
     ``wanted`` says the caller is waiting for (the replay's images), or after ``batch`` items;
-    at most ``depth`` batches wait. Closing the iterator stops the thread; an error in
-    ``source`` is raised in the caller after the items before it.
+    at most ``depth`` batches wait. Closing the iterator (or an error, Ctrl-C included, while
+    the caller is in it) stops the thread: ``on_stop`` runs first, to wake a source blocked on
+    something only the caller would have released (``Turns.close``). An error in ``source`` is
+    raised in the caller after the items before it.
     """
     items: queue.Queue = queue.Queue(maxsize=depth)
     stop = threading.Event()
@@ -113,6 +116,8 @@ def run_ahead(source: Iterator[T], depth: int = 16, name: str = 'replay-source',
                 raise end
     finally:
         stop.set()
+        if on_stop is not None:
+            on_stop()
         thread.join()
 
 
