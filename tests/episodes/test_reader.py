@@ -106,7 +106,8 @@ def test_joint_states_with_nan_efforts_are_decoded_at_once(tmp_path: Path) -> No
         writer.write('/joint_states', bytes(TS.serialize_cdr(msg, JOINT_STATE)), 10**9 + i)
     writer.close()
     with Episode.open(tmp_path / 'ep') as ep:
-        assert ep._joint_states_at_once('/joint_states') is not None
+        raws = [raw for _, _, _, raw in ep.raw_messages(['/joint_states'])]
+        assert ep._joint_states_at_once('/joint_states', [0] * len(raws), raws) is not None
         js = ep.joint_states()
     assert np.isnan(js.effort[:, 0]).all() and (js.effort[:, 1] == 1.0).all()
     assert np.isnan(js.velocity).all()

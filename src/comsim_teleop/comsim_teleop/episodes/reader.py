@@ -238,13 +238,18 @@ class Episode:
     def joint_states(self, topic: str = '/joint_states') -> JointStates:
         """All JointState samples, columns in the first message's name order."""
         self._expect(topic, {JOINT_STATE})
-        at_once = self._joint_states_at_once(topic)
+        log_ns, raws = [], []
+        for _, _, t, raw in self.raw_messages([topic]):   # read once, decoded either way
+            log_ns.append(t)
+            raws.append(raw)
+        at_once = self._joint_states_at_once(topic, log_ns, raws)
         if at_once is not None:
             return at_once
         names: list[str] | None = None
         ts: list[int] = []
         rows: dict[str, list[np.ndarray]] = {'position': [], 'velocity': [], 'effort': []}
-        for t, msg in self.messages(topic):
+        for t, raw in zip(log_ns, raws):
+            msg = self.decode(raw, JOINT_STATE, topic)
             msg_names = list(msg.name)
             if names is None:
                 names = msg_names
@@ -262,13 +267,10 @@ class Episode:
                                     [np.stack(v) if v else np.zeros((0, len(names)))
                                      for v in rows.values()])
 
-    def _joint_states_at_once(self, topic: str) -> JointStates | None:
+    def _joint_states_at_once(self, topic: str, log_ns: list[int],
+                              raws: list[bytes]) -> JointStates | None:
         """The samples decoded in one go (``joint_states_from_cdr``) when they share one layout,
         checked against rosbags on the first message; None: decode them one by one."""
-        log_ns, raws = [], []
-        for _, _, t, raw in self.raw_messages([topic]):
-            log_ns.append(t)
-            raws.append(raw)
         decoded = joint_states_from_cdr(raws)
         if decoded is None:
             return None

@@ -220,8 +220,7 @@ class EpisodeReplay:
                     turns.give_back(ev.camera)
                 yield ev
         finally:
-            turns.close()
-            recorded.close()
+            recorded.close()   # closes the turns first (on_stop), then joins the helper
 
     def _recorded(self, turns: Turns) -> Iterator[ReplayEvent]:
         """Events with the twin advanced to each in turn; images snapshot, not yet drawn."""
