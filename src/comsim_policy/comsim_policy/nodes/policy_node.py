@@ -270,7 +270,7 @@ class PolicyNode(Node):
             self.safety.estop()
             self._new_episode()
             self._send_hold()
-        self.get_logger().warn('E-STOP: holding position until ~/reset_estop and ~/enable')
+        self.get_logger().warning('E-STOP: holding position until ~/reset_estop and ~/enable')
         self._publish_status()
         resp.success, resp.message = True, 'e-stop latched'
         return resp
@@ -306,7 +306,7 @@ class PolicyNode(Node):
                 self._request(now)
 
     def _drop_chunk_and_hold(self, reason: str):
-        self.get_logger().warn(f'holding: {reason}', throttle_duration_sec=2.0)
+        self.get_logger().warning(f'holding: {reason}', throttle_duration_sec=2.0)
         self._new_episode()
         self._send_hold()
         self._publish_status()
@@ -355,7 +355,7 @@ class PolicyNode(Node):
             self.chunks += 1
             self.dropped += chunk.dropped
             if not len(chunk.times):
-                self.get_logger().warn('every action of the chunk was already due: inference '
+                self.get_logger().warning('every action of the chunk was already due: inference '
                                        'slower than the chunk', throttle_duration_sec=5.0)
                 return
             ref_t, ref_q = self._reference(chunk.times[0], now)

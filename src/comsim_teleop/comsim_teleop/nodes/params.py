@@ -9,11 +9,13 @@ from types import SimpleNamespace
 
 from rclpy.node import Node
 
+from comsim_teleop.errors import UserError
+
 # Parameters every rclpy node accepts without declaring them.
 _BUILTIN = {'use_sim_time', 'start_type_description_service'}
 
 
-class ParameterConfigError(ValueError):
+class ParameterConfigError(UserError, ValueError):
     """A parameter the node does not know, or a value of the wrong type."""
 
 

@@ -172,7 +172,7 @@ class RecorderNode(Node):
 
     def _check_rates(self):
         for warning in self.recorder.rate_warnings(self.get_clock().now().nanoseconds):
-            self.get_logger().warn(warning)
+            self.get_logger().warning(warning)
 
     def _publish_status(self):
         status = asdict(self.recorder.status())

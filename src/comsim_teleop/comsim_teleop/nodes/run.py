@@ -12,8 +12,10 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 
+from comsim_teleop.errors import UserError
 
-class NodeStartupError(RuntimeError):
+
+class NodeStartupError(UserError):
     """A node that cannot start (bad checkpoint, missing input): exit code 2, no traceback."""
 
 
