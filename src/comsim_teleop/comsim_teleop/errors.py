@@ -8,11 +8,15 @@ Anything else is a bug in ComSim and keeps its traceback.
 """
 from __future__ import annotations
 
+import dataclasses
 import errno
 import functools
 import os
 import sys
+import types
+import typing
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 EXIT_USAGE = 2
 DEBUG_FLAG = '--debug'
@@ -21,6 +25,74 @@ DEBUG_ENV = 'COMSIM_DEBUG'
 
 class UserError(Exception):
     """Bad input (file, key, value, missing data) the user can fix: one line, exit code 2."""
+
+
+def load_yaml(path: str | os.PathLike, what: str = 'file'):
+    """`yaml.safe_load` of a file; a missing file or a syntax error is a UserError naming it."""
+    import yaml  # noqa: PLC0415 (errors.py stays importable without PyYAML)
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding='utf8')
+    except FileNotFoundError:
+        raise UserError(f'{what} {path} not found') from None
+    except IsADirectoryError:
+        raise UserError(f'{what} {path} is a directory, expected a YAML file') from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, 'problem_mark', None)
+        line = f':{mark.line + 1}:{mark.column + 1}' if mark is not None else ''
+        problem = getattr(exc, 'problem', None) or str(exc).splitlines()[0]
+        raise UserError(f'{path}{line}: YAML syntax error: {problem}') from None
+
+
+_TYPE_NAMES = {bool: 'true or false', int: 'an integer', float: 'a number', str: 'a string',
+               list: 'a list', tuple: 'a list', dict: 'a mapping'}
+
+
+def _accepts(hint, value) -> bool:
+    origin = typing.get_origin(hint) or hint
+    if origin in (typing.Union, types.UnionType):
+        return any(_accepts(h, value) for h in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if origin is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if origin is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin in (list, tuple):
+        return isinstance(value, (list, tuple))
+    if isinstance(origin, type) and origin in _TYPE_NAMES:
+        return isinstance(value, origin)
+    return True  # nested dataclasses, Any, Literal...: their own loader checks them
+
+
+def _expected(hint) -> str:
+    args = [h for h in typing.get_args(hint) if h is not type(None)]
+    if (typing.get_origin(hint) in (typing.Union, types.UnionType)):
+        names = ' or '.join(_expected(h) for h in args)
+        return names + (' or null' if len(args) < len(typing.get_args(hint)) else '')
+    return _TYPE_NAMES.get(typing.get_origin(hint) or hint, getattr(hint, '__name__', str(hint)))
+
+
+def check_fields(cls: type, data: dict, where: str, error: type[Exception] = UserError) -> None:
+    """Refuse keys `cls` (a dataclass) does not have and values unlike its annotations.
+
+    `where` names the file (and section) for the message: `policy.yaml: train.lr: expected a
+    number, got 'fast'`.
+    """
+    if not isinstance(data, dict):
+        raise error(f'{where}: expected a mapping, got {type(data).__name__}')
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(data) - set(names), key=str)
+    if unknown:
+        raise error(f'{where}: unknown key(s) {", ".join(map(str, unknown))}; '
+                    f'known: {", ".join(names)}')
+    for key, value in data.items():
+        if not _accepts(hints[key], value):
+            raise error(f'{where}: {key}: expected {_expected(hints[key])}, got {value!r}')
 
 
 def debug_requested(argv: Sequence[str] | None = None) -> bool:
@@ -55,6 +127,9 @@ def cli_main(prog: str) -> Callable:
         @functools.wraps(main)
         def run(argv: Sequence[str] | None = None) -> int:
             debug = debug_requested(argv)
+            saved = os.environ.get(DEBUG_ENV)
+            if debug:  # for code past the argv (batch loops) and child processes
+                os.environ[DEBUG_ENV] = '1'
             argv = strip_debug(argv)
             try:
                 return int(main(argv) or 0)
@@ -67,5 +142,10 @@ def cli_main(prog: str) -> Callable:
                     raise
                 print(f'{prog}: error: {message}', file=sys.stderr, flush=True)
                 return EXIT_USAGE
+            finally:
+                if saved is None:
+                    os.environ.pop(DEBUG_ENV, None)
+                else:
+                    os.environ[DEBUG_ENV] = saved
         return run
     return wrap

@@ -1,10 +1,15 @@
 """Run a node process the same way everywhere: init, spin, stop cleanly on Ctrl-C or SIGTERM.
 
 A node's optional `close()` runs before it is destroyed, so recorders and simulators finish
-their work (close the episode, stop the sim thread) whatever ended the process.
+their work (close the episode, stop the sim thread) whatever ended the process. A user mistake
+(a params file that does not parse or has no section for the node, a misspelt or mistyped
+parameter, a bad checkpoint) gets the console scripts' one line and exit code 2
+(`comsim_teleop.errors`); `--debug` or `COMSIM_DEBUG=1` keeps the traceback.
 """
 from __future__ import annotations
 
+import os
+import re
 import sys
 from collections.abc import Callable
 
@@ -12,19 +17,36 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 
-from comsim_teleop.errors import UserError
+from comsim_teleop.errors import EXIT_USAGE, UserError, debug_requested, user_message
+from comsim_teleop.nodes.params import load_params_files
 
 
 class NodeStartupError(UserError):
     """A node that cannot start (bad checkpoint, missing input): exit code 2, no traceback."""
 
 
+def _init(args) -> None:
+    """rclpy.init, with rcl's parse errors (`--ros-args` typos) as one UserError line."""
+    try:
+        rclpy.init(args=args)
+    except Exception as exc:  # rclpy's errors live in a private pybind module
+        if type(exc).__name__ == 'UnknownROSArgsError':
+            raise UserError(f'unknown --ros-args {exc}') from exc
+        if type(exc).__name__ != 'RCLError':
+            raise
+        text = re.sub(r',? at /\S+:\d+', '', str(exc)).removeprefix('failed to initialize rcl: ')
+        raise UserError(f'bad --ros-args: {text}') from exc
+
+
 def run_node(make_node: Callable[[], Node], args=None, threads: int = 1) -> int:
     """Create the node, spin it until shutdown; returns the process exit code."""
-    rclpy.init(args=args)
+    argv = sys.argv if args is None else args
+    prog = os.path.basename(argv[0]) if argv else 'node'
     node = None
     code = 0
     try:
+        load_params_files(argv)
+        _init(args)
         node = make_node()
         executor = (MultiThreadedExecutor(num_threads=threads) if threads > 1
                     else SingleThreadedExecutor())
@@ -32,9 +54,12 @@ def run_node(make_node: Callable[[], Node], args=None, threads: int = 1) -> int:
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except NodeStartupError as exc:
-        print(f'{exc}', file=sys.stderr, flush=True)
-        code = 2
+    except Exception as exc:
+        message = user_message(exc)
+        if message is None or debug_requested(argv):
+            raise
+        print(f'{prog}: error: {message}', file=sys.stderr, flush=True)
+        code = EXIT_USAGE
     finally:
         if node is not None:
             close = getattr(node, 'close', None)
