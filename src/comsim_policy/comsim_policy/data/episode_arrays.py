@@ -15,13 +15,15 @@ import cv2
 import numpy as np
 
 from comsim_teleop.episodes import Episode
+from comsim_teleop.errors import UserError
+from comsim_teleop.recording.sidecar import counts_as_success, read_sidecar
 
 from ..config import DEFAULT_JOINTS, PolicyConfig
 
 SOURCES = ('real', 'sim', 'pseudo_real')
 
 
-class EpisodeDataError(ValueError):
+class EpisodeDataError(UserError, ValueError):
     """An episode cannot be turned into training arrays (names the episode and why)."""
 
 
@@ -117,19 +119,15 @@ def load_episode_arrays(path: Path | str, config: PolicyConfig, source: str | No
 
 
 def episode_success(path: Path | str) -> bool | None:
-    """The recorder's verdict on the episode (``success`` in episode.yaml); None if absent.
+    """Whether the episode is a successful demonstration to imitate; None without episode.yaml.
 
-    The recorder marks a demonstration that did not achieve its task (a dropped bottle)
-    ``success: false``; such episodes are not demonstrations to imitate.
+    True only for ``success: true`` on an episode that closed ``complete``, or one a person
+    confirmed (``success_confirmed_by``, set by ``comsim-recover --confirm-success NAME``).
+    A failed (disk full), interrupted or recovered episode is False whatever the operator
+    said before the damage: its bag may miss the part that made it a success.
     """
-    side = Path(path) / 'episode.yaml'
-    if not side.exists():
-        return None
-    import yaml  # noqa: PLC0415
-
-    meta = yaml.safe_load(side.read_text(encoding='utf8'))
-    value = meta.get('success') if isinstance(meta, dict) else None
-    return None if value is None else bool(value)
+    side = read_sidecar(Path(path))
+    return None if side is None else counts_as_success(side)
 
 
 def episode_exists(path: Path | str) -> bool:

@@ -50,8 +50,9 @@ def load_all(specs: list[DataSpec], config: PolicyConfig, cache: FrameCache,
              skipped: list[str] | None = None) -> list[EpisodeArrays]:
     """Every episode under every spec, decoded through the cache (in a stable order).
 
-    Episodes the recorder marked failed (``success: false``) are left out unless
-    ``config.train.include_failed``; their names are appended to ``skipped``.
+    Only successful demonstrations are kept (``episode_success``: ``success: true`` on a
+    complete episode, or confirmed by a person); the rest (failed, recovered, no verdict) are
+    left out unless ``config.train.include_failed``, and their names appended to ``skipped``.
     """
     episodes = []
     for spec in specs:
@@ -59,14 +60,16 @@ def load_all(specs: list[DataSpec], config: PolicyConfig, cache: FrameCache,
         if not paths:
             raise EpisodeDataError(f'no episodes under {spec.path}')
         if not config.train.include_failed:
-            failed = [p for p in paths if episode_success(p) is False]
+            failed = [p for p in paths if episode_success(p) is not True]
             paths = [p for p in paths if p not in failed]
             if skipped is not None:
                 skipped += [p.name for p in failed]
             if not paths:
                 raise EpisodeDataError(f'all {len(failed)} episodes under {spec.path} are '
-                                       'marked failed (success: false); set '
-                                       'train.include_failed to train on them anyway')
+                                       'marked failed or not confirmed successful (need '
+                                       'success: true on a complete episode, or '
+                                       '`comsim-recover --confirm-success NAME EPISODE`); '
+                                       'set train.include_failed to train on them anyway')
         episodes += [cache.get(p, spec.source) for p in paths]
     return episodes
 

@@ -1,9 +1,15 @@
-"""Exceptions of the episode reader; all derive from ``EpisodeError``."""
+"""Exceptions of the episode reader; all derive from ``EpisodeError``.
+
+They are the user's to fix (a damaged bag, a topic that was not recorded), so ``EpisodeError`` is
+a ``UserError``: console scripts print the one line naming the episode, not a traceback.
+"""
 
 from __future__ import annotations
 
+from ..errors import UserError
 
-class EpisodeError(Exception):
+
+class EpisodeError(UserError):
     """Base class: anything that stops an episode from being read as asked."""
 
 
@@ -22,12 +28,15 @@ class CorruptEpisodeError(EpisodeError):
 
 
 class MissingTopicError(EpisodeError, KeyError):
-    """The requested topic is not in the episode."""
+    """The requested topic is not in the episode (names the episode, the topic, what is there)."""
 
-    def __init__(self, topic: str, available: list[str]) -> None:
-        super().__init__(f'topic {topic!r} not in episode; available: {sorted(available)}')
+    def __init__(self, topic: str, available: list[str], path: object = None) -> None:
+        where = f'{path}: ' if path is not None else ''
+        super().__init__(f'{where}topic {topic!r} not in episode; topics found: '
+                         f'{sorted(available)}')
         self.topic = topic
         self.available = sorted(available)
+        self.path = path
 
     def __str__(self) -> str:
         return str(self.args[0])

@@ -3,6 +3,11 @@
 Opens a recorded episode directory (rosbag2, MCAP or sqlite3, plus ``episode.yaml``) with
 ``rosbags``; decodes with the bag's own message definitions (tolerant of rclpy's trailing bytes,
 see ``decode.py``); aligns cameras, joint states and commands into ``Frame``s.
+
+Integrity: the recorder writes MCAP chunk CRCs and rosbags checks each chunk against its CRC as
+it reads it, so damaged bytes raise ``CorruptEpisodeError`` naming the episode (and suggesting
+``comsim-recover``, which skips the damaged chunk) instead of reading back as wrong pixels.
+Bags written before CRCs were on (all CRCs 0) cannot be checked.
 """
 
 from __future__ import annotations
@@ -169,7 +174,7 @@ class Episode:
         """The connections of ``topic``; MissingTopicError names the available topics."""
         conns = [c for c in self._reader.connections if c.topic == topic]
         if not conns:
-            raise MissingTopicError(topic, self.topics)
+            raise MissingTopicError(topic, self.topics, self.path)
         return conns
 
     def msgtype(self, topic: str) -> str:

@@ -5,6 +5,12 @@ Episode control by services (`~/start`, `~/stop_success`, `~/stop_failure`, `~/d
 Metadata (task, operator, notes) comes from parameters, which can be changed between episodes
 (`ros2 param set /recorder task stack_blocks`). Streams that fall under their expected rate are
 reported while recording. Ctrl-C closes the current episode cleanly.
+
+`~/status` (latched JSON) is published on every state change, on a write failure (from the
+writer thread, at once: a full disk shows within the second, without any service call) and
+every `status_period_s`; the same tick puts per-topic rates and drops on `/diagnostics`.
+Each topic's publisher QoS, matched for the subscription, is recorded in the bag
+(`offered_qos_profiles`) as `ros2 bag record` does.
 """
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ import threading
 from dataclasses import asdict
 
 import yaml
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo
@@ -26,6 +33,8 @@ from comsim_teleop.nodes.ros_io import LATCHED_QOS
 from comsim_teleop.nodes.run import run_node
 from comsim_teleop.paths import resolve_config_path
 from comsim_teleop.recording import EpisodeRecorder, RecorderError, TopicSpec
+from comsim_teleop.recording.stats import RATE_WARN_FRACTION
+from comsim_teleop.recording.topics import qos_dict
 
 DEFAULTS = {
     'output_dir': 'output/episodes',
@@ -40,6 +49,7 @@ DEFAULTS = {
     'queue_size': 2000,
     'qos_depth': 100,
     'rate_check_period_s': 2.0,
+    'status_period_s': 1.0,
     'keyboard': False,
 }
 
@@ -69,19 +79,23 @@ class RecorderNode(Node):
         self.specs = [parse_topic_spec(e) for e in self.p.topics]
         for spec in self.specs:
             message_class(spec.msgtype)  # fail at start-up on a type that is not installed
+        self.status_pub = self.create_publisher(String, '~/status', LATCHED_QOS)
+        self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.recorder = EpisodeRecorder(self.p.output_dir, self.specs, storage=self.p.storage,
                                         distro=self.p.distro, queue_size=int(self.p.queue_size),
-                                        min_free_bytes=int(self.p.min_free_mb) * 1024 * 1024)
+                                        min_free_bytes=int(self.p.min_free_mb) * 1024 * 1024,
+                                        on_change=self._publish_status)
         self.calibration: dict[str, dict] = {}
         self.subscribed: dict[str, str] = {}
+        self._status_lock = threading.Lock()
         self._subscribe_discovered()
         self.create_timer(0.5, self._subscribe_discovered)
-        self.status_pub = self.create_publisher(String, '~/status', LATCHED_QOS)
         for name, handler in (('start', self._start), ('stop_success', lambda: self._stop(True)),
                               ('stop_failure', lambda: self._stop(False)),
                               ('discard', self._discard), ('rerecord', self._rerecord)):
             self.create_service(Trigger, f'~/{name}', self._service(handler))
         self.create_timer(float(self.p.rate_check_period_s), self._check_rates)
+        self.create_timer(float(self.p.status_period_s), self._tick)
         if self.p.keyboard:
             threading.Thread(target=self._read_keyboard, daemon=True).start()
         self._publish_status()
@@ -106,6 +120,7 @@ class RecorderNode(Node):
             qos = QoSProfile(depth=int(self.p.qos_depth), history=HistoryPolicy.KEEP_LAST,
                              reliability=ReliabilityPolicy.RELIABLE if reliable
                              else ReliabilityPolicy.BEST_EFFORT)
+            self.recorder.set_offered_qos(spec.name, [qos_dict(i.qos_profile) for i in infos])
             cls = message_class(spec.msgtype)
             self.create_subscription(cls, spec.name, self._make_callback(spec.name), qos,
                                      raw=True)
@@ -174,10 +189,27 @@ class RecorderNode(Node):
         for warning in self.recorder.rate_warnings(self.get_clock().now().nanoseconds):
             self.get_logger().warning(warning)
 
-    def _publish_status(self):
+    def _status(self) -> dict:
         status = asdict(self.recorder.status())
-        status['subscribed'] = self.subscribed
-        self.status_pub.publish(String(data=json.dumps(status, default=str)))
+        status['subscribed'] = dict(self.subscribed)
+        status['rates_hz'] = self.recorder.rates(self.get_clock().now().nanoseconds)
+        return status
+
+    def _publish_status(self):
+        """Publish ``~/status``; called from any thread (executor, writer thread on failure)."""
+        if not self.context.ok():
+            return
+        with self._status_lock:
+            self.status_pub.publish(String(data=json.dumps(self._status(), default=str)))
+
+    def _tick(self):
+        """Periodic status and ``/diagnostics`` (state, and per topic rate and drops)."""
+        self._publish_status()
+        status = self._status()
+        msg = DiagnosticArray()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.status = diagnostics(self.get_name(), status, self.specs)
+        self.diag_pub.publish(msg)
 
     def _read_keyboard(self):
         keys = {'s': self._start, 'y': lambda: self._stop(True), 'n': lambda: self._stop(False),
@@ -199,6 +231,40 @@ class RecorderNode(Node):
     def close(self):
         """Ctrl-C: the episode in progress is closed cleanly, marked interrupted."""
         self.recorder.close()
+
+
+def _kv(**values) -> list[KeyValue]:
+    return [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+
+
+def diagnostics(name: str, status: dict, specs: list[TopicSpec]) -> list[DiagnosticStatus]:
+    """One DiagnosticStatus for the recorder, one per topic (rate against expected, drops)."""
+    recording = status['state'] == 'recording'
+    error = status.get('error')
+    top = DiagnosticStatus(
+        name=f'{name}: recorder', hardware_id=name,
+        level=DiagnosticStatus.ERROR if error else DiagnosticStatus.OK,
+        message=f'error: {error}' if error else str(status['state']),
+        values=_kv(state=status['state'], episode_dir=status.get('episode_dir') or '',
+                   elapsed_s=f"{status['elapsed_s']:.1f}", queue_depth=status['queue_depth'],
+                   bytes_written=status['bytes_written'],
+                   dropped=sum(status['dropped'].values())))
+    out = [top]
+    for spec in specs:
+        rate = float(status['rates_hz'].get(spec.name, 0.0))
+        dropped = int(status['dropped'].get(spec.name, 0))
+        slow = (recording and spec.expected_rate_hz is not None
+                and status['elapsed_s'] > 1.0 and rate < RATE_WARN_FRACTION * spec.expected_rate_hz)
+        level = (DiagnosticStatus.ERROR if error else
+                 DiagnosticStatus.WARN if slow or dropped else DiagnosticStatus.OK)
+        expected = '' if spec.expected_rate_hz is None else f' (expected {spec.expected_rate_hz:g})'
+        message = f'{rate:.1f} Hz{expected}, {dropped} dropped' if recording else 'idle'
+        out.append(DiagnosticStatus(
+            name=f'{name}: {spec.name}', hardware_id=name, level=level, message=message,
+            values=_kv(rate_hz=f'{rate:.2f}', expected_rate_hz=spec.expected_rate_hz or '',
+                       written=status['counts'].get(spec.name, 0), dropped=dropped,
+                       subscribed=status['subscribed'].get(spec.name, 'no'))))
+    return out
 
 
 def main(args=None):

@@ -4,20 +4,17 @@ Layout (readable by ``ros2 bag info``, Foxglove, ``rosbags``): the episode direc
 directory: ``<episode>/<episode>.mcap`` (or ``.db3``) plus ``metadata.yaml`` (written at close) and
 our ``episode.yaml`` sidecar, which rosbag2 ignores.
 
-Crash exposure, and why this module closes chunks itself:
+MCAP goes through ``McapBagStore`` (the ``mcap`` package's writer: chunk and data CRCs, which
+rosbags' writer leaves at 0); sqlite3 through rosbags' writer (sqlite has its own page checks).
 
-* rosbags' MCAP writer keeps the open chunk in memory and writes it only once it exceeds 1 MiB
-  (``2**20``, hard-coded in ``McapWriter.write``; no public option). Schemas and channels also
-  live in that first chunk. A kill therefore loses the open chunk: up to 1 MiB, which at a
-  low-rate stream (joint states only) can be minutes of data.
-* rosbags' sqlite3 writer keeps one transaction open until ``close()``; a kill rolls it back and
-  leaves **zero** messages.
+Crash exposure, bounded by ``FlushPolicy``: after a write, if the pending data exceeds
+``chunk_bytes`` or is older than ``max_age_s``, the MCAP chunk is closed and the file buffer
+flushed to the OS; for sqlite3 the transaction is committed (rosbags' sqlite3 writer otherwise
+keeps one transaction open until ``close()``, and a kill rolls it back to **zero** messages).
 
-``FlushPolicy`` bounds both: after a write, if the pending data exceeds ``chunk_bytes`` or is older
-than ``max_age_s``, the MCAP chunk is closed (via rosbags' ``McapWriter.close_chunk``, the same
-call its own 1 MiB rule makes) and the file buffer flushed to the OS; for sqlite3 the transaction
-is committed. This uses rosbags internals, checked at open; if they are missing (another rosbags
-version) we fall back to rosbags' own behaviour and say so in ``chunk_control``.
+Each topic's connection is created at its first message (the rest at close), so the publishers'
+QoS matched by the recorder (``set_offered_qos``) lands in ``offered_qos_profiles`` as rosbag2
+records it, and ``ros2 bag play`` replays with the same QoS.
 """
 
 from __future__ import annotations
@@ -26,12 +23,14 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
+from rosbags.rosbag2.metadata import parse_qos
 from rosbags.typesys import Stores, get_typestore
 
 from .errors import RecorderError
+from .mcap_store import McapBagStore
 from .topics import TopicSpec
 
 if TYPE_CHECKING:
@@ -45,8 +44,7 @@ DISTROS: dict[str, Stores] = {
     'jazzy': Stores.ROS2_JAZZY,
     'humble': Stores.ROS2_HUMBLE,
 }
-STORAGES: dict[str, StoragePlugin] = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
-ROSBAGS_MCAP_CHUNK_BYTES = 2**20
+STORAGES = ('mcap', 'sqlite3')
 
 
 @dataclass(frozen=True)
@@ -54,8 +52,7 @@ class FlushPolicy:
     """When to make pending data crash-safe (closed MCAP chunk / committed sqlite3 transaction).
 
     Smaller values lose less on a crash but cost index entries (MCAP: one chunk index record and
-    one message index per channel per chunk) and syscalls. ``chunk_bytes`` above 1 MiB has no
-    effect for MCAP because rosbags closes chunks at 1 MiB anyway.
+    one message index per channel per chunk) and syscalls.
     """
 
     chunk_bytes: int = 4 * 2**20
@@ -99,8 +96,9 @@ def _rebind_sqlite_connection(store: object) -> None:
 class EpisodeBagWriter:
     """One rosbag2 (version 9) written from raw CDR bytes, with bounded crash loss.
 
-    Not thread-safe: one thread (the recorder's writer thread) owns it. I/O errors (``OSError``
-    such as ENOSPC/EFBIG) propagate unchanged so the caller can tell a full disk from a bug.
+    Not thread-safe: one thread (the recorder's writer thread) owns it, except
+    ``set_offered_qos``, which only replaces a list. I/O errors (``OSError`` such as
+    ENOSPC/EFBIG) propagate unchanged so the caller can tell a full disk from a bug.
     """
 
     def __init__(self, path: Path, topics: Sequence[TopicSpec], *, storage: str = 'mcap',
@@ -119,12 +117,11 @@ class EpisodeBagWriter:
         missing = [t.msgtype for t in self.topics if t.msgtype not in self.typestore.fielddefs]
         if missing:
             raise RecorderError(f'message types unknown to the {distro} typestore: {missing}')
-        try:
-            self._writer = Writer(self.path, version=9, storage_plugin=STORAGES[storage])
-        except WriterError as exc:
-            raise RecorderError(f'cannot create bag {self.path}: {exc}') from exc
+        self._mcap: McapBagStore | None = None
+        self._sqlite: Writer | None = None
+        self._qos: dict[str, list[dict[str, Any]]] = {}
         self._connections: dict[str, Connection] = {}
-        self.chunk_control = False
+        self.chunk_control = True
         self.bytes_written = 0
         self.messages_written = 0
         self._pending_bytes = 0
@@ -133,39 +130,65 @@ class EpisodeBagWriter:
 
     @property
     def storage_file(self) -> Path:
-        """The .mcap/.db3 file rosbags writes into."""
+        """The .mcap/.db3 file the bag's messages go into."""
         suffix = '.mcap' if self.storage == 'mcap' else '.db3'
         return self.path / f'{self.path.name}{suffix}'
 
     def open(self) -> None:
-        """Create the bag directory and register every topic (raises if it exists)."""
+        """Create the bag directory and declare every topic (raises if it exists)."""
         try:
-            self._writer.open()
-        except Exception as exc:
+            if self.storage == 'mcap':
+                self._mcap = McapBagStore(self.path, distro=self.distro,
+                                          chunk_bytes=self.flush_policy.chunk_bytes)
+                self._mcap.open()
+            else:
+                self._sqlite = Writer(self.path, version=9, storage_plugin=StoragePlugin.SQLITE3)
+                self._sqlite.open()
+                _rebind_sqlite_connection(self._sqlite.storage)
+        except (OSError, WriterError) as exc:
             raise RecorderError(f'cannot create bag {self.path}: {exc}') from exc
         self._open = True
-        if self.storage == 'sqlite3':
-            _rebind_sqlite_connection(self._writer.storage)
-        for spec in self.topics:
-            self._connections[spec.name] = self._writer.add_connection(
-                spec.name, spec.msgtype, typestore=self.typestore)
-        store = self._writer.storage
-        if self.storage == 'mcap':
-            self.chunk_control = all(hasattr(store, a) for a in ('close_chunk', 'chunk', 'bio'))
-        else:
-            self.chunk_control = hasattr(store, 'conn')
+        if self._mcap is not None:
+            for spec in self.topics:
+                msgdef, _ = self.typestore.generate_msgdef(spec.msgtype, ros_version=2)
+                self._mcap.add_topic(spec.name, spec.msgtype, msgdef,
+                                     self.typestore.hash_rihs01(spec.msgtype),
+                                     self._qos.get(spec.name))
+
+    def set_offered_qos(self, topic: str, profiles: list[dict[str, Any]]) -> None:
+        """The QoS (rosbag2 dicts, see ``topics.qos_dict``) of ``topic``'s publishers."""
+        self._qos[topic] = list(profiles)
+        if self._mcap is not None and topic in self._mcap.topics:
+            self._mcap.set_offered_qos(topic, profiles)
 
     def set_custom_data(self, key: str, value: str) -> None:
         """Store a string in metadata.yaml ``custom_data`` (written at close)."""
-        self._writer.set_custom_data(key, value)
+        if self._mcap is not None:
+            self._mcap.custom_data[key] = value
+        elif self._sqlite is not None:
+            self._sqlite.set_custom_data(key, value)
+
+    def _sqlite_connection(self, topic: str) -> Connection:
+        conn = self._connections.get(topic)
+        if conn is None:
+            assert self._sqlite is not None
+            spec = next(t for t in self.topics if t.name == topic)
+            conn = self._sqlite.add_connection(topic, spec.msgtype, typestore=self.typestore,
+                                               offered_qos_profiles=parse_qos(
+                                                   self._qos.get(topic, [])))
+            self._connections[topic] = conn
+        return conn
 
     def write(self, topic: str, raw: bytes | memoryview, t_ns: int) -> None:
         """Append one serialized message (log time ``t_ns``); may flush per the policy."""
-        conn = self._connections.get(topic)
-        if conn is None:
+        if not any(t.name == topic for t in self.topics):
             raise RecorderError(f'topic {topic!r} is not part of this bag: '
-                                f'{list(self._connections)}')
-        self._writer.write(conn, t_ns, raw)
+                                f'{[t.name for t in self.topics]}')
+        if self._mcap is not None:
+            self._mcap.write(topic, raw, t_ns)
+        else:
+            assert self._sqlite is not None
+            self._sqlite.write(self._sqlite_connection(topic), t_ns, raw)
         self.bytes_written += len(raw)
         self.messages_written += 1
         self._pending_bytes += len(raw)
@@ -183,15 +206,12 @@ class EpisodeBagWriter:
 
     def flush(self) -> None:
         """Make everything written so far survive a process kill (not a power cut: no fsync)."""
-        store = self._writer.storage
-        if store is None or not self.chunk_control or self._pending_since_ns is None:
+        if not self._open or self._pending_since_ns is None:
             return
-        if self.storage == 'mcap':
-            if store.chunk.msgs:  # never emit a chunk without messages
-                store.close_chunk()
-            store.bio.flush()
-        else:
-            store.conn.commit()
+        if self._mcap is not None:
+            self._mcap.flush()
+        elif self._sqlite is not None and self._sqlite.storage is not None:
+            self._sqlite.storage.conn.commit()  # type: ignore[attr-defined]
         self._pending_bytes = 0
         self._pending_since_ns = None
 
@@ -201,7 +221,13 @@ class EpisodeBagWriter:
             return
         self._open = False
         try:
-            self._writer.close()
+            if self._mcap is not None:
+                self._mcap.close()
+            else:
+                assert self._sqlite is not None
+                for spec in self.topics:
+                    self._sqlite_connection(spec.name)
+                self._sqlite.close()
         except BaseException:
             self.abort()
             raise
@@ -210,6 +236,9 @@ class EpisodeBagWriter:
         """Close file handles without summary or metadata.yaml (what is on disk stays)."""
         self._open = False
         try:
-            self._writer.abort()
+            if self._mcap is not None:
+                self._mcap.abort()
+            elif self._sqlite is not None:
+                self._sqlite.abort()
         except OSError:
             pass  # flushing the buffer failed again (disk still full): nothing more to save

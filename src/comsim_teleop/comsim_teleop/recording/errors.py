@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..errors import UserError
+
 
 class RecorderError(Exception):
     """The recorder cannot do what was asked (wrong state, no disk space, failed write)."""
@@ -11,5 +13,5 @@ class BagWriteError(RecorderError):
     """Writing the bag failed mid-episode (e.g. ENOSPC or EFBIG); the episode is marked failed."""
 
 
-class RecoveryError(Exception):
-    """An episode directory cannot be recovered (nothing readable left, unknown layout)."""
+class RecoveryError(UserError):
+    """An episode directory cannot be recovered (not a bag, unknown layout): one line, exit 2."""

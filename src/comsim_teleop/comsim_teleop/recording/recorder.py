@@ -9,6 +9,13 @@ are never touched.
 
 Free-space ballast: a small ``.reserve`` file is written at start and deleted after a failure, so
 the sidecar can still be rewritten on a full disk.
+
+``success`` in ``episode.yaml`` is true only for an episode that closed ``complete`` with the
+operator's success: a failed write turns it false (the operator's verdict stays in
+``operator_success``), so a broken bag never passes as a good demonstration.
+
+``on_change`` (if given) is called after every state change and on a write failure, from the
+thread where it happened: the node publishes its status from there.
 """
 
 from __future__ import annotations
@@ -28,10 +35,10 @@ from .bag_writer import EpisodeBagWriter, FlushPolicy
 from .errors import BagWriteError, RecorderError
 from .naming import next_episode_dir
 from .sidecar import dump_yaml, write_sidecar
-from .stats import EpisodeSummary, StreamStats, rate_warnings, stream_stats
+from .stats import EpisodeSummary, StreamStats, rate_warnings, stream_stats, window_rate
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from .topics import TopicSpec
 
@@ -56,6 +63,13 @@ class RecorderStatus:
     error: str | None = None
 
 
+def recorded_success(status: str, operator_success: bool | None) -> bool | None:
+    """``success`` for episode.yaml: the operator's verdict only when the episode is complete."""
+    if status == 'complete':
+        return operator_success
+    return False if operator_success else operator_success
+
+
 def _now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec='milliseconds')
 
@@ -70,7 +84,8 @@ class EpisodeRecorder:
     def __init__(self, output_dir: Path | str, topics: Sequence[TopicSpec], storage: str = 'mcap',
                  distro: str = 'kilted', queue_size: int = 1024,
                  min_free_bytes: int = 1 << 30, flush_policy: FlushPolicy | None = None,
-                 ballast_bytes: int = 256 * 1024) -> None:
+                 ballast_bytes: int = 256 * 1024,
+                 on_change: Callable[[], None] | None = None) -> None:
         if not topics:
             raise RecorderError('no topics to record')
         if queue_size < 1:
@@ -83,6 +98,8 @@ class EpisodeRecorder:
         self.min_free_bytes = min_free_bytes
         self.flush_policy = flush_policy or FlushPolicy()
         self.ballast_bytes = ballast_bytes
+        self.on_change = on_change
+        self._qos: dict[str, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._state = 'idle'
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
@@ -121,6 +138,8 @@ class EpisodeRecorder:
         path = next_episode_dir(self.output_dir, str(metadata.get('task', 'untitled')))
         writer = EpisodeBagWriter(path, list(self.topics.values()), storage=self.storage,
                                   distro=self.distro, flush_policy=self.flush_policy)
+        for topic, profiles in self._qos.items():
+            writer.set_offered_qos(topic, profiles)
         writer.open()
         try:
             writer.set_custom_data('comsim.metadata', dump_yaml(metadata))
@@ -148,7 +167,14 @@ class EpisodeRecorder:
         self._thread.start()
         self._state = 'recording'
         log.info('recording %s', path)
+        self._changed()
         return path
+
+    def set_offered_qos(self, topic: str, profiles: list[dict[str, Any]]) -> None:
+        """QoS of ``topic``'s publishers (``topics.qos_dict``), recorded in the bag's metadata."""
+        self._qos[topic] = list(profiles)
+        if self._writer is not None and self._state == 'recording':
+            self._writer.set_offered_qos(topic, profiles)
 
     def on_message(self, topic: str, raw: bytes | memoryview, t_ns: int) -> None:
         """Enqueue one serialized message; never blocks (counts a drop when the queue is full)."""
@@ -196,6 +222,7 @@ class EpisodeRecorder:
             return None
         shutil.rmtree(path)
         log.warning('discarded episode %s', path)
+        self._changed()
         return path
 
     def rerecord(self) -> Path:
@@ -216,6 +243,14 @@ class EpisodeRecorder:
             queue_depth=self._queue.qsize(),
             bytes_written=self._writer.bytes_written if self._writer else 0,
             error=None if self._error is None else f'{type(self._error).__name__}: {self._error}')
+
+    def rates(self, now_ns: int) -> dict[str, float]:
+        """Per topic, messages per second received over the last second (0 when idle)."""
+        if self._state != 'recording':
+            return {k: 0.0 for k in self.topics}
+        with self._lock:
+            recent = {k: list(v) for k, v in self._recent.items()}
+        return {k: window_rate(recent.get(k, ()), now_ns) for k in self.topics}
 
     def rate_warnings(self, now_ns: int) -> list[str]:
         """Streams under 90 % of their expected rate over the last second, new drops, failure."""
@@ -238,6 +273,13 @@ class EpisodeRecorder:
         return out
 
     # ----------------------------------------------------------------- internals
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            try:
+                self.on_change()
+            except Exception:  # noqa: BLE001 - a status listener never breaks recording
+                log.exception('recorder on_change listener failed')
+
     def _reset_episode(self, path: Path, writer: EpisodeBagWriter,
                        metadata: dict[str, Any]) -> None:
         self._episode_dir = path
@@ -292,9 +334,11 @@ class EpisodeRecorder:
         except Exception as close_exc:  # noqa: BLE001
             log.error('closing %s after failure also failed: %s', self._episode_dir, close_exc)
         self._free_ballast()
-        self._write_sidecar_best_effort(status='failed', error=self._error_text(),
+        self._write_sidecar_best_effort(status='failed', success=False,
+                                        error=self._error_text(),
                                         hint=f'try: comsim-recover {self._episode_dir}')
         self._drain_as_dropped()
+        self._changed()
 
     def _error_text(self) -> str | None:
         return None if self._error is None else f'{type(self._error).__name__}: {self._error}'
@@ -364,12 +408,15 @@ class EpisodeRecorder:
                 self._fail(exc)
         self._free_ballast()
         final_status = 'failed' if self._error is not None else status
-        summary = self._summary(final_status, success)
-        self._write_sidecar_best_effort(status=final_status, success=success, notes=notes,
+        verdict = recorded_success(final_status, success)
+        summary = self._summary(final_status, verdict)
+        self._write_sidecar_best_effort(status=final_status, success=verdict,
+                                        operator_success=success, notes=notes,
                                         stopped_at=_now_iso(), error=self._error_text(),
                                         summary=summary.to_dict())
         self._state = 'idle'
         self._last_dir = path
+        self._changed()
         log.info('episode %s %s: %s', path.name, final_status,
                  {k: v.count for k, v in summary.streams.items()})
         if self._error is not None and raise_on_failure:

@@ -1,20 +1,27 @@
 """Rebuild a readable rosbag2 from an episode whose recorder was killed.
 
 After SIGKILL an MCAP bag has no summary section and no ``metadata.yaml``, so rosbags cannot
-open it (and ``ros2 bag reindex`` does not rebuild MCAP, rosbag2 issue 2003). ``mcap``'s
-``StreamReader`` reads records front to back; a chunk is only yielded once it was read whole,
-so every message of every complete chunk survives and the partial tail is dropped.
+open it (and ``ros2 bag reindex`` does not rebuild MCAP, rosbag2 issue 2003). ``mcap_salvage``
+walks the records front to back: complete chunks are CRC-checked (a damaged one is skipped and
+reported), and every complete message record of the unfinished last chunk is kept too.
 
 sqlite3: rosbags' writer commits only at close, so a killed plain rosbags bag holds **zero**
 messages (the open transaction is rolled back from the journal). ``EpisodeBagWriter`` commits per
 ``FlushPolicy``, so everything up to the last commit is kept and recovered here.
 
-The original storage file is renamed to ``*.orig`` (never deleted); the rebuilt bag is written
-with rosbags' writer next to it, so the result is a standard rosbag2 directory.
+Nothing is overwritten that was not backed up first: a file that is not MCAP / sqlite3 is
+refused before anything changes; the original storage file and any ``metadata.yaml`` are
+renamed to ``*.orig`` (never deleted) only once the rebuilt bag is complete. The rebuilt MCAP is
+written by ``McapBagStore`` (CRCs on, the channels' QoS kept).
+
+A recovered episode never counts as a successful demonstration: ``success`` becomes false (the
+operator's verdict is kept as ``operator_success``) until a person confirms it with
+``comsim-recover --confirm-success NAME EPISODE`` (see ``sidecar.confirm_success``).
 """
 
 from __future__ import annotations
 
+import mmap
 import shutil
 import sqlite3
 from collections.abc import Iterator
@@ -22,14 +29,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from mcap.records import Channel, Message, Schema
-from mcap.stream_reader import StreamReader
 from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.rosbag2.metadata import parse_qos
 from rosbags.typesys import Stores, get_typestore
 from rosbags.typesys.msg import get_types_from_msg
 
 from .errors import RecoveryError
+from .mcap_salvage import MCAP_MAGIC, SalvageLog, is_mcap, salvage
+from .mcap_store import McapBagStore
 from .sidecar import dump_yaml, read_sidecar, update_sidecar
+
+SQLITE_MAGIC = b'SQLite format 3\x00'
 
 
 @dataclass(frozen=True)
@@ -40,6 +52,7 @@ class TopicDef:
     msgtype: str
     msgdef: str
     rihs01: str
+    offered_qos: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass
@@ -52,6 +65,8 @@ class RecoveryReport:
     messages: dict[str, int] = field(default_factory=dict)
     original: Path | None = None
     stopped_reason: str | None = None  # why reading the original ended early, if it did
+    damaged: list[str] = field(default_factory=list)  # chunks skipped for a CRC mismatch
+    backups: list[Path] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -82,6 +97,18 @@ def storage_file(episode_dir: Path) -> Path:
     return files[0]
 
 
+def check_format(src: Path) -> None:
+    """RecoveryError unless ``src`` starts like the MCAP / sqlite3 file its suffix promises."""
+    with src.open('rb') as fh:
+        head = fh.read(16)
+    if src.suffix == '.mcap' and not is_mcap(head):
+        raise RecoveryError(f'{src}: not an MCAP file (starts with {head[:8]!r}, expected '
+                            f'{MCAP_MAGIC!r}); nothing was changed')
+    if src.suffix == '.db3' and head != SQLITE_MAGIC:
+        raise RecoveryError(f'{src}: not a sqlite3 database (starts with {head[:8]!r}); '
+                            f'nothing was changed')
+
+
 def _rihs01(msgtype: str, msgdef: str) -> str:
     """Type hash from the stored definition (falls back to the Kilted typestore)."""
     try:
@@ -92,25 +119,42 @@ def _rihs01(msgtype: str, msgdef: str) -> str:
         return get_typestore(Stores.ROS2_KILTED).hash_rihs01(msgtype)
 
 
+def _channel_qos(channel: Channel) -> tuple[dict[str, Any], ...]:
+    """The channel's ``offered_qos_profiles`` (YAML text) as dicts; () when absent or odd."""
+    try:
+        loaded = yaml.safe_load(channel.metadata.get('offered_qos_profiles') or '[]')
+    except yaml.YAMLError:
+        return ()
+    return tuple(q for q in loaded if isinstance(q, dict)) if isinstance(loaded, list) else ()
+
+
 def read_mcap_tolerant(path: Path, report: RecoveryReport
                        ) -> Iterator[tuple[TopicDef, int, bytes]]:
-    """Messages of every complete chunk, with their topic definitions; stops at damage."""
+    """Every complete message of ``path`` (see ``mcap_salvage``), with its topic definition."""
     schemas: dict[int, Schema] = {}
     channels: dict[int, TopicDef] = {}
+    log = SalvageLog()
     with path.open('rb') as fh:
+        buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if fh.seek(0, 2) else b''
+    try:
+        for rec in salvage(buf, log):
+            if isinstance(rec, Schema):
+                schemas[rec.id] = rec
+            elif isinstance(rec, Channel):
+                schema = schemas[rec.schema_id]
+                msgdef = schema.data.decode()
+                channels[rec.id] = TopicDef(rec.topic, schema.name, msgdef,
+                                            _rihs01(schema.name, msgdef), _channel_qos(rec))
+            elif isinstance(rec, Message) and rec.channel_id in channels:
+                yield channels[rec.channel_id], rec.log_time, bytes(rec.data)
+    finally:
         try:
-            for rec in StreamReader(fh, validate_crcs=True).records:
-                if isinstance(rec, Schema):
-                    schemas[rec.id] = rec
-                elif isinstance(rec, Channel):
-                    schema = schemas[rec.schema_id]
-                    msgdef = schema.data.decode()
-                    channels[rec.id] = TopicDef(rec.topic, schema.name, msgdef,
-                                                _rihs01(schema.name, msgdef))
-                elif isinstance(rec, Message):
-                    yield channels[rec.channel_id], rec.log_time, rec.data
-        except Exception as exc:  # noqa: BLE001 - truncated/corrupt tail ends the readable part
-            report.stopped_reason = f'{type(exc).__name__}: {exc}'.strip()
+            if isinstance(buf, mmap.mmap):
+                buf.close()
+        except BufferError:
+            pass  # a record view still alive (an exception's traceback): freed with it
+    report.damaged = list(log.bad_chunks)
+    report.stopped_reason = log.truncated
 
 
 def read_sqlite_tolerant(path: Path, report: RecoveryReport
@@ -142,10 +186,18 @@ def _backup_name(path: Path) -> Path:
     return candidate
 
 
+def _back_up(path: Path, report: RecoveryReport) -> Path:
+    backup = _backup_name(path)
+    path.rename(backup)
+    report.backups.append(backup)
+    return backup
+
+
 def recover_episode(episode_dir: Path | str, *, force: bool = False) -> RecoveryReport:
-    """Rebuild ``episode_dir`` into a readable rosbag2, keeping the original as ``*.orig``.
+    """Rebuild ``episode_dir`` into a readable rosbag2, keeping the originals as ``*.orig``.
 
     A bag that rosbags can already open is left alone (``status='readable'``) unless ``force``.
+    RecoveryError (nothing changed) when the file is not the format its name says.
     """
     episode_dir = Path(episode_dir)
     if not episode_dir.is_dir():
@@ -153,6 +205,7 @@ def recover_episode(episode_dir: Path | str, *, force: bool = False) -> Recovery
     src = storage_file(episode_dir)
     storage = 'mcap' if src.suffix == '.mcap' else 'sqlite3'
     report = RecoveryReport(episode_dir, storage, 'readable')
+    check_format(src)
     if not force and is_readable(episode_dir):
         return report
 
@@ -161,45 +214,87 @@ def recover_episode(episode_dir: Path | str, *, force: bool = False) -> Recovery
     work.mkdir()
     try:
         bag = work / episode_dir.name
-        _rebuild(src, bag, storage, report, read_sidecar(episode_dir))
-        backup = _backup_name(src)
-        src.rename(backup)
-        for extra in (src.with_name(src.name + '-journal'), src.with_name(src.name + '-wal')):
+        sidecar = read_sidecar(episode_dir)
+        if storage == 'mcap':
+            _rebuild_mcap(src, bag, report, sidecar)
+        else:
+            _rebuild_sqlite(src, bag, report, sidecar)
+        report.original = _back_up(src, report)
+        for extra in (src.with_name(src.name + '-journal'), src.with_name(src.name + '-wal'),
+                      episode_dir / 'metadata.yaml'):
             if extra.exists():
-                extra.rename(_backup_name(extra))
+                _back_up(extra, report)
         new_file = next(bag.glob('*.mcap' if storage == 'mcap' else '*.db3'))
         new_file.rename(episode_dir / new_file.name)
-        (bag / 'metadata.yaml').replace(episode_dir / 'metadata.yaml')
+        (bag / 'metadata.yaml').rename(episode_dir / 'metadata.yaml')
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report.original = backup
     report.status = 'recovered'
-    update_sidecar(episode_dir, status='recovered', recovery={
-        'messages': report.messages, 'total': report.total, 'original': backup.name,
-        'stopped_reason': report.stopped_reason})
+    _mark_recovered(episode_dir, sidecar, report)
     return report
 
 
-def _rebuild(src: Path, bag: Path, storage: str, report: RecoveryReport,
-             sidecar: dict[str, Any] | None) -> None:
-    reader = read_mcap_tolerant if storage == 'mcap' else read_sqlite_tolerant
-    plugin = StoragePlugin.MCAP if storage == 'mcap' else StoragePlugin.SQLITE3
-    writer = Writer(bag, version=9, storage_plugin=plugin)
+def _mark_recovered(episode_dir: Path, sidecar: dict[str, Any] | None,
+                    report: RecoveryReport) -> None:
+    """Sidecar: status recovered, success false (the operator's verdict kept aside)."""
+    side = sidecar or {}
+    changes: dict[str, Any] = {'status': 'recovered', 'success': False, 'recovery': {
+        'messages': report.messages, 'total': report.total,
+        'original': report.original.name if report.original else None,
+        'backups': [p.name for p in report.backups],
+        'stopped_reason': report.stopped_reason, 'damaged': report.damaged}}
+    if 'operator_success' not in side and side.get('success') is not None:
+        changes['operator_success'] = side['success']
+    for key in ('success_confirmed_by', 'success_confirmed_at'):
+        if key in side:
+            changes[key] = None  # a confirmation was for the bag before this rebuild
+    update_sidecar(episode_dir, **changes)
+
+
+def _rebuild_mcap(src: Path, bag: Path, report: RecoveryReport,
+                  sidecar: dict[str, Any] | None) -> None:
+    store = McapBagStore(bag, distro=str((sidecar or {}).get('distro') or 'kilted'),
+                         chunk_bytes=4 * 2**20)
+    store.open()
+    try:
+        for tdef, t, data in read_mcap_tolerant(src, report):
+            if tdef.topic not in store.topics:
+                store.add_topic(tdef.topic, tdef.msgtype, tdef.msgdef, tdef.rihs01,
+                                list(tdef.offered_qos))
+                report.messages.setdefault(tdef.topic, 0)
+            store.write(tdef.topic, data, t)
+            report.messages[tdef.topic] += 1
+        _custom_data(sidecar, src, report, store.custom_data.__setitem__)
+        store.close()
+    except BaseException:
+        store.abort()
+        raise
+
+
+def _rebuild_sqlite(src: Path, bag: Path, report: RecoveryReport,
+                    sidecar: dict[str, Any] | None) -> None:
+    writer = Writer(bag, version=9, storage_plugin=StoragePlugin.SQLITE3)
     writer.open()
     try:
         conns: dict[tuple[str, str], Any] = {}
-        for tdef, t, data in reader(src, report):
+        for tdef, t, data in read_sqlite_tolerant(src, report):
             key = (tdef.topic, tdef.msgtype)
             if key not in conns:
-                conns[key] = writer.add_connection(tdef.topic, tdef.msgtype, msgdef=tdef.msgdef,
-                                                   rihs01=tdef.rihs01)
+                conns[key] = writer.add_connection(
+                    tdef.topic, tdef.msgtype, msgdef=tdef.msgdef, rihs01=tdef.rihs01,
+                    offered_qos_profiles=parse_qos(list(tdef.offered_qos)))
                 report.messages.setdefault(tdef.topic, 0)
             writer.write(conns[key], t, data)
             report.messages[tdef.topic] += 1
-        if sidecar and 'metadata' in sidecar:
-            writer.set_custom_data('comsim.metadata', dump_yaml(sidecar['metadata']))
-        writer.set_custom_data('comsim.recovered', f'from {src.name}: {report.stopped_reason}')
+        _custom_data(sidecar, src, report, writer.set_custom_data)
         writer.close()
     except BaseException:
         writer.abort()
         raise
+
+
+def _custom_data(sidecar: dict[str, Any] | None, src: Path, report: RecoveryReport,
+                 put: Any) -> None:
+    if sidecar and 'metadata' in sidecar:
+        put('comsim.metadata', dump_yaml(sidecar['metadata']))
+    put('comsim.recovered', f'from {src.name}: {report.stopped_reason}')

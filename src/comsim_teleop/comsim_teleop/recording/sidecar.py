@@ -2,15 +2,23 @@
 
 It is written when recording starts (so a crashed episode still says what it was) and replaced
 atomically (tmp file + ``os.replace``) on every update, so readers never see a half-written file.
+
+Which episodes are successful demonstrations (``counts_as_success``): ``success: true`` on an
+episode that closed ``complete``. A failed, interrupted or recovered episode never counts unless
+a person looked at it and confirmed it (``confirm_success``, on the command line
+``comsim-recover --confirm-success NAME EPISODE``), which records who and when.
 """
 
 from __future__ import annotations
 
 import os
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from ..errors import UserError
 
 SIDECAR_NAME = 'episode.yaml'
 # libyaml's safe loader where PyYAML was built with it: the same safe subset as yaml.safe_load
@@ -79,3 +87,22 @@ def update_sidecar(episode_dir: Path, **changes: Any) -> dict[str, Any]:
     data.update(changes)
     write_sidecar(episode_dir, data)
     return data
+
+
+def counts_as_success(side: dict[str, Any] | None) -> bool:
+    """Whether a sidecar describes a successful demonstration (see the module docstring)."""
+    if not side or side.get('success') is not True:
+        return False
+    return side.get('status') == 'complete' or bool(side.get('success_confirmed_by'))
+
+
+def confirm_success(episode_dir: Path, by: str) -> dict[str, Any]:
+    """A person's ``success: true`` for an episode the recorder could not vouch for."""
+    if not by.strip():
+        raise UserError(f'{sidecar_path(episode_dir)}: confirming success needs the name of '
+                        'the person who checked the episode')
+    if read_sidecar(episode_dir) is None:
+        raise UserError(f'{sidecar_path(episode_dir)}: no episode.yaml to mark')
+    stamp = datetime.now(timezone.utc).isoformat(timespec='seconds')
+    return update_sidecar(episode_dir, success=True, success_confirmed_by=by.strip(),
+                          success_confirmed_at=stamp)
