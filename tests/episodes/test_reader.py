@@ -200,3 +200,20 @@ def test_open_errors(tmp_path: Path, episode_dir: Path) -> None:
     with pytest.raises(CorruptEpisodeError, match='comsim-recover'):
         with Episode.open(broken) as ep:
             ep.joint_states()
+
+
+def test_missing_joint_states_is_a_user_error_naming_episode_topic_and_topics(
+        tmp_path: Path) -> None:
+    """An episode recorded without /joint_states: one line for the user, not a traceback."""
+    from comsim_teleop.errors import UserError, user_message  # noqa: PLC0415
+
+    w = EpisodeBagWriter(tmp_path / 'ep', [TopicSpec('/cam', 'sensor_msgs/msg/Image', 10.0)])
+    w.open()
+    w.write('/cam', image_raw(1), 1)
+    w.close()
+    with Episode.open(tmp_path / 'ep') as ep, pytest.raises(UserError) as err:
+        ep.joint_states()
+    assert isinstance(err.value, MissingTopicError)
+    message = user_message(err.value)
+    assert message == (f"{tmp_path / 'ep'}: topic '/joint_states' not in episode; "
+                       "topics found: ['/cam']")

@@ -1,15 +1,20 @@
 """The recorder node over DDS: episodes by service, Ctrl-C closes the current one cleanly."""
 import json
+import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rosbags.highlevel import AnyReader
 from sensor_msgs.msg import Image, JointState
+from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from comsim_teleop.episodes.reader import Episode
-from comsim_teleop.nodes.ros_io import IMAGE_QOS, SENSOR_QOS, image_msg
+from comsim_teleop.nodes.ros_io import IMAGE_QOS, LATCHED_QOS, SENSOR_QOS, image_msg
 
 pytestmark = pytest.mark.ros
 
@@ -60,6 +65,17 @@ def test_episodes_by_service_and_sigint_closes_cleanly(ros_node, start_node, tmp
     # Reliable enough on loopback to count: the recorder got nearly all of them.
     assert summary['streams']['/joint_states']['count'] >= 0.9 * sent
 
+    # The QoS the recorder matched on each publisher is in the bag, as rosbag2 records it.
+    info = yaml.safe_load((Path(first) / 'metadata.yaml').read_text())
+    qos = {t['topic_metadata']['name']: t['topic_metadata']['offered_qos_profiles']
+           for t in info['rosbag2_bagfile_information']['topics_with_message_count']}
+    assert [q['reliability'] for q in qos['/joint_states']] == ['best_effort']
+    assert [q['reliability'] for q in qos['/cam/image_raw']] == ['reliable']
+    assert all(q['durability'] == 'volatile' for q in qos['/cam/image_raw'])
+    with AnyReader([Path(first)]) as reader:
+        conn = next(c for c in reader.connections if c.topic == '/cam/image_raw')
+        assert conn.ext.offered_qos_profiles[0].reliability.name == 'RELIABLE'
+
     with Episode.open(first) as ep:
         assert ep.metadata['metadata']['task'] == 'unit'
         assert ep.metadata['metadata']['operator'] == 'pytest'
@@ -79,3 +95,74 @@ def test_episodes_by_service_and_sigint_closes_cleanly(ros_node, start_node, tmp
     assert side['status'] == 'interrupted'
     with Episode.open(second) as ep:
         assert ep.streams['/joint_states'].count > 10
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    mnt = tmp_path / 'mnt'
+    mnt.mkdir()
+    res = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=3m', 'tmpfs', str(mnt)],
+                         capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        pytest.skip(f'cannot mount a tmpfs here: {res.stderr.strip() or res.returncode}')
+    try:
+        yield mnt
+    finally:
+        subprocess.run(['umount', str(mnt)], check=False)
+
+
+def test_status_and_diagnostics_report_a_full_disk_without_any_service_call(
+        ros_node, start_node, small_tmpfs, spin_until):
+    """20 s into a failing episode the old status still said 'recording'. Now the failure is
+    on ~/status within seconds, status repeats on its own, and /diagnostics has rates/drops."""
+    proc = start_node('comsim-recorder', 'recorder', {
+        'use_sim_time': False, 'output_dir': str(small_tmpfs), 'topics': TOPICS,
+        'min_free_mb': 1, 'status_period_s': 0.5})
+    statuses: list[tuple[float, dict]] = []
+    diags: list[DiagnosticArray] = []
+    ros_node.create_subscription(
+        String, '/recorder/status',
+        lambda m: statuses.append((time.monotonic(), json.loads(m.data))), LATCHED_QOS)
+    ros_node.create_subscription(DiagnosticArray, '/diagnostics', diags.append, 10)
+    js_pub = ros_node.create_publisher(JointState, '/joint_states', SENSOR_QOS)
+    img_pub = ros_node.create_publisher(Image, '/cam/image_raw', IMAGE_QOS)
+    spin_until(ros_node, lambda: False, 1.5)
+    assert call(ros_node, '/recorder/start', spin_until).success
+
+    frame = np.random.default_rng(0).integers(0, 255, (480, 640, 3), dtype=np.uint8)
+    t0 = time.monotonic()
+    failed_at = None
+    i = 0
+    while time.monotonic() - t0 < 15 and failed_at is None:  # 0.9 MB frames into 3 MB
+        now = ros_node.get_clock().now()
+        img_pub.publish(image_msg(frame, now.nanoseconds * 1e-9, 'cam'))
+        js_pub.publish(JointState(name=['a'], position=[0.1 * i]))
+        i += 1
+        spin_until(ros_node, lambda: False, 0.05)
+        failed_at = next((t for t, s in statuses if s.get('error')), None)
+    assert failed_at is not None, proc.log_path.read_text()
+    assert failed_at - t0 < 5.0  # 1 s flush age + one status period, with room for load
+    error = next(s for _, s in statuses if s.get('error'))
+    assert 'No space left' in error['error'] and error['state'] == 'recording'
+
+    # keep publishing (now dropped) and never call a service: status keeps coming on its own
+    n_before = len(statuses)
+    t1 = time.monotonic()
+    while time.monotonic() - t1 < 2.5:
+        js_pub.publish(JointState(name=['a'], position=[0.0]))
+        spin_until(ros_node, lambda: False, 0.02)
+    assert len(statuses) - n_before >= 3
+    assert all(s['error'] for _, s in statuses[n_before:])
+
+    by_name = {st.name: st for arr in diags for st in arr.status}
+    top = by_name['recorder: recorder']
+    assert top.level == DiagnosticStatus.ERROR and 'No space left' in top.message
+    js = {kv.key: kv.value for kv in by_name['recorder: /joint_states'].values}
+    assert int(js['dropped']) > 0 and float(js['rate_hz']) > 0
+    assert set(js) >= {'rate_hz', 'expected_rate_hz', 'written', 'dropped'}
+
+    resp = call(ros_node, '/recorder/stop_success', spin_until)
+    assert not resp.success and 'No space left' in resp.message
+    episode = next(p for p in small_tmpfs.iterdir() if p.is_dir())
+    side = yaml.safe_load((episode / 'episode.yaml').read_text())
+    assert side['status'] == 'failed' and side['success'] is False

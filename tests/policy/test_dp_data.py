@@ -107,3 +107,42 @@ def test_failed_demonstrations_are_left_out_unless_asked_for(tmp_path):
     cfg.train.include_failed = False
     with pytest.raises(EpisodeDataError, match='marked failed'):
         prepare([DataSpec(bad)], cfg, FrameCache(None, cfg))
+
+
+def test_recovered_or_unjudged_episodes_are_not_demonstrations_until_a_person_confirms(tmp_path):
+    """Only success: true on a complete episode counts; comsim-recover marks a recovered
+    episode (which kept success: true before) and only a person's confirmation brings it back."""
+    from comsim_teleop.recording.recover_cli import main as recover_main  # noqa: PLC0415
+    from comsim_teleop.recording.sidecar import update_sidecar  # noqa: PLC0415
+
+    ok = write_episode(tmp_path / 'eps', seed=0, n_frames=6)
+    recovered = write_episode(tmp_path / 'eps', seed=1, n_frames=6)
+    unjudged = write_episode(tmp_path / 'eps', seed=2, n_frames=6)
+    update_sidecar(recovered, status='recovered')       # what recovery left, success: true kept
+    update_sidecar(unjudged, status='interrupted', success=None)
+    assert [episode_success(p) for p in (ok, recovered, unjudged)] == [True, False, False]
+    cfg = tiny_config()
+    data = prepare([DataSpec(tmp_path / 'eps')], cfg, FrameCache(None, cfg))
+    assert [e.name for e in data.train + data.val] == [ok.name]
+    assert data.summary['failed_skipped'] == 2
+    with pytest.raises(EpisodeDataError, match='--confirm-success'):
+        prepare([DataSpec(recovered)], cfg, FrameCache(None, cfg))
+    assert recover_main(['--confirm-success', 'ann', str(recovered)]) == 0
+    assert episode_success(recovered) is True
+    data = prepare([DataSpec(tmp_path / 'eps')], cfg, FrameCache(None, cfg))
+    assert sorted(e.name for e in data.train + data.val) == sorted([ok.name, recovered.name])
+
+
+def test_episode_without_joint_states_is_a_one_line_user_error(tmp_path):
+    """comsim-policy-train used to traceback here; now: the episode, the topic, what is there."""
+    from comsim_teleop.errors import UserError, user_message  # noqa: PLC0415
+
+    path = write_episode(tmp_path, seed=3, n_frames=6)
+    cfg = tiny_config()
+    cfg.joint_topic = '/robot/joint_states'
+    with pytest.raises(UserError) as err:
+        load_episode_arrays(path, cfg)
+    message = user_message(err.value)
+    assert message is not None and '\n' not in message
+    assert str(path) in message and "'/robot/joint_states'" in message
+    assert '/joint_states' in message.split('topics found:')[1] and FRONT in message

@@ -119,3 +119,30 @@ def test_efbig_under_rlimit_fsize(tmp_path: Path) -> None:
     assert report.status == 'recovered' and report.total >= 17  # 1 MiB chunk of 57 kB images
     with Episode.open(out['big']) as ep:
         assert len(list(ep.images('/cam'))) == report.total
+
+
+def test_disk_full_episode_never_counts_as_a_success(small_tmpfs: Path, tmp_path: Path) -> None:
+    """The operator said success, the disk filled up: episode.yaml must not say success, and
+    neither after comsim-recover, until a person confirms it."""
+    import shutil  # noqa: PLC0415
+
+    from comsim_teleop.recording.sidecar import confirm_success, counts_as_success  # noqa: PLC0415
+
+    rec = EpisodeRecorder(small_tmpfs, TOPICS, min_free_bytes=0, ballast_bytes=64 * 1024)
+    path = rec.start({'task': 'too big'})
+    _feed_images(rec, 200)
+    with pytest.raises(BagWriteError):
+        rec.stop(True)
+    side = yaml.safe_load((path / 'episode.yaml').read_text())
+    assert side['status'] == 'failed' and side['success'] is False
+    assert side['operator_success'] is True  # what the operator said is kept, apart
+    assert side['summary']['success'] is False and not counts_as_success(side)
+    path = Path(shutil.copytree(path, tmp_path / 'moved' / path.name))  # to a disk with space
+    report = recover_episode(path)
+    side = yaml.safe_load((path / 'episode.yaml').read_text())
+    assert report.status == 'recovered' and side['status'] == 'recovered'
+    assert side['success'] is False and not counts_as_success(side)
+    confirm_success(path, 'ann')
+    side = yaml.safe_load((path / 'episode.yaml').read_text())
+    assert side['success'] is True and side['success_confirmed_by'] == 'ann'
+    assert counts_as_success(side)
