@@ -62,12 +62,12 @@ def test_two_short_rollouts_are_recorded_and_tabled(tmp_path):
 
 def test_cli_config_refuses_typos_and_missing_checkpoints(tmp_path, capsys):
     from comsim_policy.evaluation.cli import load_config, main
+    from comsim_teleop.errors import UserError
 
     assert load_config(None)['regions'] == ['id', 'ood']  # config/evaluation.yaml
     bad = tmp_path / 'eval.yaml'
     bad.write_text('evaluation:\n  rollout: 3\n')
-    with pytest.raises(ValueError, match="unknown key"):
+    with pytest.raises(UserError, match="unknown key"):
         load_config(str(bad))
-    with pytest.raises(SystemExit):
-        main(['--checkpoints', str(tmp_path / 'nope')])
+    assert main(['--checkpoints', str(tmp_path / 'nope')]) == 2
     assert 'not found' in capsys.readouterr().err

@@ -92,7 +92,19 @@ def check_fields(cls: type, data: dict, where: str, error: type[Exception] = Use
                     f'known: {", ".join(names)}')
     for key, value in data.items():
         if not _accepts(hints[key], value):
-            raise error(f'{where}: {key}: expected {_expected(hints[key])}, got {value!r}')
+            raise error(f'{where}: {key}: expected {_expected(hints[key])}, got {value!r}'
+                        f'{_number_hint(value)}')
+
+
+def _number_hint(value) -> str:
+    """YAML 1.1 reads `3e-4` as text; say how to write it as a number."""
+    if isinstance(value, str):
+        try:
+            float(value)
+        except ValueError:
+            return ''
+        return f' (YAML reads it as text: write {float(value)!r})'
+    return ''
 
 
 def debug_requested(argv: Sequence[str] | None = None) -> bool:

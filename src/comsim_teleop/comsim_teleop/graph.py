@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -18,6 +19,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from comsim_teleop.errors import EXIT_USAGE, UserError, cli_main
 
 
 def find_executable(name: str) -> str | None:
@@ -37,7 +40,7 @@ class NodeSpec:
     def command(self) -> list[str]:
         exe = find_executable(self.executable)
         if exe is None:
-            raise FileNotFoundError(
+            raise UserError(
                 f'executable {self.executable!r} of package {self.package!r} not found on PATH; '
                 f'install the workspace (scripts/setup.sh) or source install/setup.bash')
         cmd = [exe, '--ros-args', '-r', f'__node:={self.name}']
@@ -51,13 +54,13 @@ class NodeSpec:
 def load_launch_module(path: str | os.PathLike):
     path = Path(path).resolve()
     if not path.exists():
-        raise FileNotFoundError(f'launch file {path} not found')
+        raise UserError(f'launch file {path} not found')
     spec = importlib.util.spec_from_file_location(path.stem.replace('.', '_'), path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     for attr in ('NODES', 'CONFIG'):
         if not hasattr(module, attr):
-            raise ValueError(f'{path} has no {attr}: not a ComSim launch file')
+            raise UserError(f'{path} has no {attr}: not a ComSim launch file')
     return module
 
 
@@ -68,7 +71,8 @@ def graph_from_launch(path, arguments: dict[str, str] | None = None,
     args = dict(getattr(module, 'ARGUMENTS', {}))
     unknown = set(arguments or {}) - set(args)
     if unknown:
-        raise ValueError(f'unknown launch argument(s) {sorted(unknown)}; known: {sorted(args)}')
+        raise UserError(f'{path}: unknown launch argument(s) {", ".join(sorted(unknown))}; '
+                        f'known: {", ".join(sorted(args))}')
     args.update(arguments or {})
     overrides = overrides or {}
     specs = []
@@ -82,7 +86,8 @@ def graph_from_launch(path, arguments: dict[str, str] | None = None,
     names = {s.name for s in specs}
     bad = set(overrides) - names
     if bad:
-        raise ValueError(f'overrides for nodes not in the graph: {sorted(bad)}')
+        raise UserError(f'--set for node(s) not in the graph: {", ".join(sorted(bad))}; '
+                        f'nodes: {", ".join(sorted(names))}')
     return specs
 
 
@@ -107,6 +112,10 @@ def launch_description(nodes: list[dict], config: Path, arguments: dict[str, str
     return LaunchDescription(actions)
 
 
+class NodeExitedError(UserError):
+    """Nodes that stopped on a user mistake (exit code 2); the message carries their reason."""
+
+
 class Graph:
     """Child processes of one graph; a context manager that always stops them."""
 
@@ -128,10 +137,25 @@ class Graph:
         return self
 
     def check_alive(self) -> None:
+        """Raise if a node has exited, with its code and the last error line of its log."""
         dead = {n: p.returncode for n, p in self.procs.items() if p.poll() is not None}
         if dead:
+            why = '; '.join(f'{n} (exit {code}{self._reason(n)})' for n, code in dead.items())
             where = f' (logs in {self.log_dir})' if self.log_dir else ''
-            raise RuntimeError(f'node(s) exited early: {dead}{where}')
+            error = NodeExitedError if set(dead.values()) == {EXIT_USAGE} else RuntimeError
+            raise error(f'node(s) exited early: {why}{where}')
+
+    def _reason(self, name: str) -> str:
+        if self.log_dir is None:
+            return ''
+        try:
+            lines = (self.log_dir / f'{name}.log').read_text(errors='replace').splitlines()
+        except OSError:
+            return ''
+        lines = [ln.strip() for ln in lines if ln.strip()]
+        errors = [ln for ln in lines if re.search(r'error|exception|fatal', ln, re.IGNORECASE)]
+        last = (errors or lines or [''])[-1]
+        return f': {last}' if last else ''
 
     def stop(self, timeout: float = 15.0) -> dict[str, int]:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
@@ -157,12 +181,13 @@ def _parse_assignments(items, what):
     out = {}
     for item in items:
         if ':=' not in item:
-            raise ValueError(f'{what} {item!r} must read KEY:=VALUE')
+            raise UserError(f'{what} {item!r} must read KEY:=VALUE')
         k, v = item.split(':=', 1)
         out[k] = v
     return out
 
 
+@cli_main('comsim-launch')
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('launch_file')
@@ -185,6 +210,9 @@ def main(argv=None) -> int:
             time.sleep(0.5)
     except KeyboardInterrupt:
         pass
+    except NodeExitedError:
+        graph.stop()
+        raise
     except RuntimeError as exc:
         print(exc, file=sys.stderr)
         graph.stop()

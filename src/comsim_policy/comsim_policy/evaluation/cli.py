@@ -11,9 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-import yaml
-
 from comsim_policy.evaluation.closed_loop import EvaluationError, evaluate
+from comsim_teleop.errors import UserError, cli_main, load_yaml
 from comsim_teleop.paths import resolve_config_path
 
 KEYS = {'tasks', 'rollouts', 'regions', 'variants', 'out', 'seed', 'timeout_s', 'settle_s',
@@ -26,14 +25,18 @@ def load_config(path: str | None) -> dict:
             path = resolve_config_path('config/evaluation.yaml')
         except FileNotFoundError:
             return {}
-    data = yaml.safe_load(Path(path).read_text()) or {}
+    data = load_yaml(path, 'evaluation config') or {}
+    if not isinstance(data, dict):
+        raise UserError(f'{path}: expected a mapping of {", ".join(sorted(KEYS))}')
     data = data.get('evaluation', data)
     unknown = set(data) - KEYS
     if unknown:
-        raise ValueError(f'{path}: unknown key(s) {sorted(unknown)}; known: {sorted(KEYS)}')
+        raise UserError(f'{path}: unknown key(s) {", ".join(sorted(map(str, unknown)))}; '
+                        f'known: {", ".join(sorted(KEYS))}')
     return data
 
 
+@cli_main('comsim-policy-eval')
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--checkpoints', nargs='+', required=True, type=Path)
@@ -53,7 +56,7 @@ def main(argv=None) -> int:
             cfg[key] = value
     missing = [c for c in ns.checkpoints if not c.is_dir()]
     if missing:
-        parser.error(f'checkpoint directories not found: {[str(m) for m in missing]}')
+        raise UserError(f'checkpoint directory not found: {", ".join(map(str, missing))}')
     variants = ['' if v in ('', 'default') else v for v in cfg.get('variants', [''])]
     try:
         result = evaluate(ns.checkpoints, cfg.get('tasks', ['stack_blocks']),
