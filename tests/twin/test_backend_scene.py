@@ -51,7 +51,7 @@ def test_round_tripped_scene_builds_and_renders_the_same(tmp_path):
 
 @pytest.mark.parametrize('edit,message', [
     (lambda d: d.pop('table'), "missing key 'table'"),
-    (lambda d: d['cameras']['front'].update(D=[0.1]), 'D 5'),
+    (lambda d: d['cameras']['front'].update(D=[0.1]), 'cameras.front.D: expected a list of 5'),
     (lambda d: d['objects']['bottle'].update(shape='torus'), 'torus'),
     (lambda d: d.update(format='other/1'), 'format'),
 ])

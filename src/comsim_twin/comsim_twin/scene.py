@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from comsim_teleop.errors import UserError, load_yaml
+
 FORMAT = 'comsim-twin-scene/1'
 SHAPES = ('box', 'cylinder', 'bottle')
 MARKER_SHAPES = ('rect',)
@@ -22,7 +24,7 @@ TEXTURE_KINDS = ('none', 'checker', 'noise', 'stripes')
 TEXTURE_KEYS = ('kind', 'color2', 'scale')
 
 
-class SceneError(ValueError):
+class SceneError(UserError, ValueError):
     """A twin scene file that is missing keys or holds impossible values."""
 
 
@@ -194,31 +196,51 @@ class TwinScene:
                 raise SceneError(f'{source}: missing key {where}{key!r}')
             return d[key]
 
+        def nums(value, where, n=None):
+            """A list of numbers, or a SceneError naming the key and what was found."""
+            ok = (isinstance(value, (list, tuple)) and (n is None or len(value) == n)
+                  and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                          for x in value))
+            if not ok:
+                count = f'{n} ' if n is not None else ''
+                raise SceneError(f'{source}: {where}: expected a list of {count}numbers, '
+                                 f'got {value!r}')
+            return [float(x) for x in value]
+
+        def num(value, where, kind=float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                    kind is int and value != int(value)):
+                what = 'an integer' if kind is int else 'a number'
+                raise SceneError(f'{source}: {where}: expected {what}, got {value!r}')
+            return kind(value)
+
+        if not isinstance(data, dict):
+            raise SceneError(f'{source}: not a twin scene (expected a mapping)')
         if data.get('format') != FORMAT:
             raise SceneError(f'{source}: format is {data.get("format")!r}, expected {FORMAT!r}')
         table = need(data, 'table', '')
         cameras = {}
         for name, c in (data.get('cameras') or {}).items():
-            K = np.asarray(need(c, 'K', f'cameras.{name}.'), float)
-            D = np.asarray(need(c, 'D', f'cameras.{name}.'), float)
-            T = np.asarray(need(c, 'T_base_camera', f'cameras.{name}.'), float)
-            if K.size != 9 or D.size != 5 or T.size != 16:
-                raise SceneError(f'{source}: cameras.{name}: K needs 9 values, D 5, '
-                                 f'T_base_camera 16 (got {K.size}, {D.size}, {T.size})')
-            cameras[name] = TwinCamera(name, int(need(c, 'width', f'cameras.{name}.')),
-                                       int(need(c, 'height', f'cameras.{name}.')),
+            where = f'cameras.{name}.'
+            K = np.asarray(nums(need(c, 'K', where), f'{where}K', 9))
+            D = np.asarray(nums(need(c, 'D', where), f'{where}D', 5))
+            T = np.asarray(nums(need(c, 'T_base_camera', where), f'{where}T_base_camera', 16))
+            cameras[name] = TwinCamera(name, num(need(c, 'width', where), f'{where}width', int),
+                                       num(need(c, 'height', where), f'{where}height', int),
                                        K.reshape(3, 3), D, T.reshape(4, 4), c.get('topic', ''))
         objects = {}
         for name, o in (data.get('objects') or {}).items():
-            shape = need(o, 'shape', f'objects.{name}.')
+            where = f'objects.{name}.'
+            shape = need(o, 'shape', where)
             if shape not in SHAPES:
                 raise SceneError(f'{source}: objects.{name}.shape {shape!r} not in {SHAPES}')
             objects[name] = TwinObject(
-                name, shape, [float(x) for x in need(o, 'size', f'objects.{name}.')],
-                [float(x) for x in need(o, 'color', f'objects.{name}.')],
-                [float(x) for x in need(o, 'pos', f'objects.{name}.')],
-                [float(x) for x in o.get('quat', [1, 0, 0, 0])],
-                float(o.get('mass', 0.1)), float(o.get('friction', 1.0)))
+                name, shape, nums(need(o, 'size', where), f'{where}size'),
+                nums(need(o, 'color', where), f'{where}color', 3),
+                nums(need(o, 'pos', where), f'{where}pos', 3),
+                nums(o.get('quat', [1, 0, 0, 0]), f'{where}quat', 4),
+                num(o.get('mass', 0.1), f'{where}mass'),
+                num(o.get('friction', 1.0), f'{where}friction'))
         markers = {str(n): parse_marker(str(n), m, source)
                    for n, m in (data.get('markers') or {}).items()}
         clash = sorted(set(markers) & set(objects))
@@ -227,25 +249,18 @@ class TwinScene:
         texture = (parse_table_texture(table['texture'], source)
                    if table.get('texture') is not None else None)
         return cls(robot_model=data.get('robot_model', ''),
-                   table_size=[float(x) for x in need(table, 'size', 'table.')],
-                   table_center=[float(x) for x in table.get('center', [0.4, 0.0])],
-                   table_color=[float(x) for x in need(table, 'color', 'table.')],
-                   background_color=[float(x) for x in data.get('background_color',
-                                                                 [0.2, 0.2, 0.2])],
+                   table_size=nums(need(table, 'size', 'table.'), 'table.size', 2),
+                   table_center=nums(table.get('center', [0.4, 0.0]), 'table.center', 2),
+                   table_color=nums(need(table, 'color', 'table.'), 'table.color', 3),
+                   background_color=nums(data.get('background_color', [0.2, 0.2, 0.2]),
+                                         'background_color', 3),
                    cameras=cameras, objects=objects, task=data.get('task', ''),
                    markers=markers, provenance=data.get('provenance') or {},
                    table_texture=texture)
 
     @classmethod
     def load(cls, path: str | Path) -> 'TwinScene':
-        path = Path(path)
-        if not path.exists():
-            raise SceneError(f'twin scene {path} not found')
-        data = yaml.safe_load(path.read_text())
-        if not isinstance(data, dict):
-            raise SceneError(f'{path}: not a twin scene (expected a mapping)')
-        return cls.from_dict(data, str(path))
-
+        return cls.from_dict(load_yaml(path, 'twin scene'), str(path))
 
 def _plain(value):
     if isinstance(value, dict):

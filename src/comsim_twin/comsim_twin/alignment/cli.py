@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from comsim_teleop.errors import cli_main, load_yaml
 from comsim_twin.alignment.align import align_episode
 from comsim_twin.alignment.errors import AlignmentError
 from comsim_twin.alignment.sheet import DEFAULT_SHEET, load_sheet
@@ -29,7 +30,7 @@ def load_cameras(directory: str | Path) -> dict[str, TwinCamera]:
         raise AlignmentError(f'calibration directory {directory} not found')
     cams: dict[str, TwinCamera] = {}
     for path in sorted(directory.glob('*.y*ml')):
-        data = yaml.safe_load(path.read_text())
+        data = load_yaml(path, 'calibration file')
         if not isinstance(data, dict):
             continue
         if 'cameras' in data and 'format' in data:
@@ -48,6 +49,7 @@ def load_cameras(directory: str | Path) -> dict[str, TwinCamera]:
     return cams
 
 
+@cli_main('comsim-align')
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description='Twin scene from an episode\'s first frames.')
     ap.add_argument('episode', type=Path)
@@ -68,9 +70,6 @@ def main(argv: list[str] | None = None) -> int:
             backend = make_backend('mujoco')
         scene, report = align_episode(args.episode, cams, sheet, args.task, args.variant,
                                       backend)
-    except AlignmentError as exc:
-        print(f'comsim-align: {exc}', file=sys.stderr)
-        return 2
     finally:
         if backend is not None:
             backend.close()

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from .errors import CalibrationError
+from comsim_teleop.errors import cli_main
+
 from .pipeline import calibrate_from_bag
 
 
+@cli_main('comsim-calibrate')
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description='Calibrate cameras from a calibration episode.')
     ap.add_argument('episode', help='calibration episode directory (rosbag2 + episode.yaml)')
@@ -15,11 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--setup', default=None, help='calibration setup YAML '
                     '(default config/twin/calibration.yaml)')
     args = ap.parse_args(argv)
-    try:
-        reports = calibrate_from_bag(args.episode, args.out, args.setup)
-    except CalibrationError as exc:
-        print(f'calibration failed: {exc}', file=sys.stderr)
-        return 1
+    reports = calibrate_from_bag(args.episode, args.out, args.setup)
     for cam, r in reports.items():
         i, e = r['intrinsics'], r['extrinsics']
         print(f'{cam}: {len(i["used_views"])} views used, {len(i["rejected_views"])} rejected, '

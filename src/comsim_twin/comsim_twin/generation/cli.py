@@ -14,6 +14,7 @@ import os
 import sys
 from pathlib import Path
 
+from comsim_teleop.errors import cli_main
 from comsim_twin.generation.config import DEFAULT_CONFIG, GenerationConfig
 from comsim_twin.generation.llm import choose_program
 from comsim_twin.generation.runner import generate
@@ -36,6 +37,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+@cli_main('comsim-twin-generate')
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault('MUJOCO_GL', 'egl')
     logging.basicConfig(level=logging.INFO, format='%(levelname)s %(name)s: %(message)s')

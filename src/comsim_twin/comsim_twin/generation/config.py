@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from comsim_teleop.errors import UserError, check_fields, load_yaml
 
 FORMAT = 'comsim-generation/1'
 DEFAULT_CONFIG = Path(__file__).resolve().parents[4] / 'config' / 'twin' / 'generation.yaml'
@@ -13,7 +13,7 @@ FAILURE_MODES = ('label', 'discard')
 REGION_MODES = ('id', 'wide', 'mix')
 
 
-class GenerationConfigError(ValueError):
+class GenerationConfigError(UserError, ValueError):
     """A generation config with missing or impossible values."""
 
 
@@ -54,9 +54,8 @@ class GenerationConfig:
             raise GenerationConfigError(f'{source}: format {data.get("format")!r}, '
                                         f'expected {FORMAT!r}')
         known = set(cls.__dataclass_fields__) - {'source'}
-        unknown = sorted(set(data) - known - {'format'})
-        if unknown:
-            raise GenerationConfigError(f'{source}: unknown keys {unknown}')
+        check_fields(cls, {k: v for k, v in data.items() if k not in ('format', 'source')},
+                     source, GenerationConfigError)
         if not isinstance(data.get('tasks'), dict) or not data['tasks']:
             raise GenerationConfigError(f'{source}: missing key "tasks"')
         cfg = cls(**{k: v for k, v in data.items() if k in known}, source=source)
@@ -77,10 +76,7 @@ class GenerationConfig:
 
     @classmethod
     def load(cls, path: str | Path = DEFAULT_CONFIG) -> 'GenerationConfig':
-        path = Path(path)
-        if not path.exists():
-            raise GenerationConfigError(f'generation config {path} not found')
-        return cls.from_dict(yaml.safe_load(path.read_text()), str(path))
+        return cls.from_dict(load_yaml(path, 'generation config'), str(path))
 
     def with_overrides(self, **changes: Any) -> 'GenerationConfig':
         data = {**self.to_dict(), **changes}

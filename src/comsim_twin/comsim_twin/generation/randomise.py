@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from comsim_teleop.errors import UserError
 from comsim_twin.generation.config import GenerationConfig
 from comsim_twin.scene import (
     TEXTURE_KINDS,
@@ -29,7 +30,7 @@ ZONE_MARKER = 'target_zone'                 # move_card: the zone drawn on the t
 ZONE_COLOR = [0.2, 0.75, 0.3]               # when neither base scene nor config gives one
 
 
-class RandomiseError(ValueError):
+class RandomiseError(UserError, ValueError):
     """A base scene or region that cannot give a valid layout."""
 
 

@@ -11,11 +11,12 @@ from pathlib import Path
 import numpy as np
 
 from comsim_teleop.episodes import Episode
+from comsim_teleop.errors import UserError
 from comsim_twin.metrics import comparison_row, psnr, ssim, stack_rows
 from comsim_twin.replay.paired import paired_cameras, real_image_topic, sim_image_topic
 
 
-class PairingError(ValueError):
+class PairingError(UserError, ValueError):
     """Real and twin streams of a paired episode do not match stamp for stamp."""
 
 

@@ -34,6 +34,7 @@ from comsim_teleop.episodes import Episode, MissingTopicError
 from comsim_teleop.episodes.decode import header_stamp_ns
 from comsim_teleop.episodes.images import stamp_ns
 from comsim_teleop.episodes.reader import FLOAT_ARRAY, IMAGE, TRAJECTORY
+from comsim_teleop.errors import UserError
 from comsim_twin.backends.base import Exposure
 from comsim_twin.replay.paired import PairedEpisodeWriter
 from comsim_twin.replay.threads import BackgroundCalls, Turns, run_ahead
@@ -44,7 +45,7 @@ COMMAND_TOPICS = ('/joint_trajectory_controller/joint_trajectory',
                   '/forward_position_controller/commands')
 
 
-class ReplayError(ValueError):
+class ReplayError(UserError, ValueError):
     """The episode cannot be replayed in this twin (missing topic, joint or camera mismatch)."""
 
 
@@ -185,6 +186,25 @@ class EpisodeReplay:
         if missing:
             raise ReplayError(f'backend has no camera {missing}; it has '
                               f'{self.backend.camera_names} (was build(scene) called?)')
+        for cam, topic in self.cameras.items():
+            self._check_image_size(cam, topic)
+
+    def _check_image_size(self, cam: str, topic: str) -> None:
+        """The first recorded image against the scene camera: a twin rendering another size
+        (or an encoding the reader cannot decode) would only show up in the gap report."""
+        images = self.episode.images(topic)
+        try:
+            first = next(images, None)
+        finally:
+            images.close()
+        if first is None:
+            return
+        h, w = first[1].shape[:2]
+        want = self.scene.cameras[cam]
+        if (h, w) != (want.height, want.width):
+            raise ReplayError(f'{self.episode.path}: {topic} holds {w}x{h} images but the twin '
+                              f'scene\'s camera {cam!r} is {want.width}x{want.height}; '
+                              f'calibrate or align at the recorded size')
 
     def _find_command_topic(self, topic: str | None) -> str | None:
         if topic:
