@@ -36,6 +36,7 @@ from comsim_bench_lab.scene import (
     lab_spec,
 )
 from comsim_teleop.episodes.encode import rgb8_image_cdr
+from comsim_teleop.errors import cli_main
 from comsim_teleop.paths import resolve_config_path
 from comsim_teleop.recording.bag_writer import EpisodeBagWriter
 from comsim_teleop.recording.sidecar import write_sidecar
@@ -298,6 +299,7 @@ def capture_calibration(lab_config_path: str | Path, realism_path: str | Path | 
     return out
 
 
+@cli_main('comsim-calibration-capture')
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description='Render a calibration session in the bench lab.')
     ap.add_argument('--out', required=True, help='episode directory to create')

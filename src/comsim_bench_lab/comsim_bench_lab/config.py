@@ -11,9 +11,21 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
+
+from comsim_teleop.errors import UserError, load_yaml
 
 SHAPES = ('box', 'cylinder', 'sphere')
+
+
+class LabConfigError(UserError, ValueError):
+    """A lab config value that cannot work; the message names the file and the key."""
+
+
+class LabConfigKeyError(LabConfigError, KeyError):
+    """A key the lab config needs but lacks (a KeyError for callers that look keys up)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ''
 
 
 class _Reader:
@@ -21,7 +33,7 @@ class _Reader:
 
     def __init__(self, data: Any, source: str, where: str = ''):
         if not isinstance(data, dict):
-            raise ValueError(f'{source}: {where or "top level"} must be a mapping')
+            raise LabConfigError(f'{source}: {where or "top level"} must be a mapping')
         self.data, self.source, self.where = data, source, where
 
     def _key(self, key: str) -> str:
@@ -32,13 +44,13 @@ class _Reader:
 
     def sub(self, key: str) -> '_Reader':
         if key not in self.data:
-            raise KeyError(f'{self.source}: missing key {self._key(key)!r}')
+            raise LabConfigKeyError(f'{self.source}: missing key {self._key(key)!r}')
         return _Reader(self.data[key], self.source, self._key(key))
 
     def get(self, key: str, default: Any = ...) -> Any:
         if key not in self.data:
             if default is ...:
-                raise KeyError(f'{self.source}: missing key {self._key(key)!r}')
+                raise LabConfigKeyError(f'{self.source}: missing key {self._key(key)!r}')
             return default
         return self.data[key]
 
@@ -48,9 +60,9 @@ class _Reader:
         try:
             val = float(val)
         except (TypeError, ValueError):
-            raise ValueError(f'{self.source}: {self._key(key)} must be a number, got {val!r}')
+            raise LabConfigError(f'{self.source}: {self._key(key)} must be a number, got {val!r}')
         if (lo is not None and val < lo) or (hi is not None and val > hi):
-            raise ValueError(f'{self.source}: {self._key(key)}={val} outside [{lo}, {hi}]')
+            raise LabConfigError(f'{self.source}: {self._key(key)}={val} outside [{lo}, {hi}]')
         return val
 
     def vec(self, key: str, n: int | tuple[int, ...], default: Any = ...) -> np.ndarray:
@@ -59,9 +71,9 @@ class _Reader:
         try:
             arr = np.asarray(val, dtype=float).reshape(-1)
         except (TypeError, ValueError):
-            raise ValueError(f'{self.source}: {self._key(key)} must be a list of numbers')
+            raise LabConfigError(f'{self.source}: {self._key(key)} must be a list of numbers')
         if arr.size not in sizes:
-            raise ValueError(f'{self.source}: {self._key(key)} needs {" or ".join(map(str, sizes))}'
+            raise LabConfigError(f'{self.source}: {self._key(key)} needs {" or ".join(map(str, sizes))}'
                              f' numbers, got {arr.size}')
         return arr
 
@@ -146,12 +158,12 @@ class TaskConfig:
     def objects_for(self, variant: str) -> dict[str, ObjectConfig]:
         """Objects with the variant's per-object overrides applied."""
         if variant not in self.variants:
-            raise ValueError(f'task {self.name!r}: unknown variant {variant!r}; '
+            raise LabConfigError(f'task {self.name!r}: unknown variant {variant!r}; '
                              f'allowed: {sorted(self.variants)}')
         out = copy.deepcopy(self.objects)
         for obj_name, override in self.variants[variant].items():
             if obj_name not in out:
-                raise KeyError(f'task {self.name!r} variant {variant!r}: '
+                raise LabConfigKeyError(f'task {self.name!r} variant {variant!r}: '
                                f'unknown object {obj_name!r}')
             raw = {**_object_raw(out[obj_name]), **override}
             reader = _Reader(raw, f'task {self.name}', f'variants.{variant}.{obj_name}')
@@ -172,10 +184,7 @@ class LabConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> 'LabConfig':
-        path = str(path)
-        with open(path, encoding='utf-8') as fh:
-            data = yaml.safe_load(fh)
-        return cls.from_dict(data, path)
+        return cls.from_dict(load_yaml(path, 'lab config'), str(path))
 
     @classmethod
     def from_dict(cls, data: Any, source: str = '<dict>') -> 'LabConfig':
@@ -191,10 +200,10 @@ class LabConfig:
         cams = top.sub('cameras')
         cameras = {name: _parse_camera(cams.sub(name), name) for name in cams.data}
         if not cameras:
-            raise ValueError(f'{source}: cameras must define at least one camera')
+            raise LabConfigError(f'{source}: cameras must define at least one camera')
         lights_raw = top.get('lights', [])
         if not isinstance(lights_raw, list):
-            raise ValueError(f'{source}: lights must be a list')
+            raise LabConfigError(f'{source}: lights must be a list')
         lights = [_parse_light(_Reader(item, source, f'lights[{i}]'))
                   for i, item in enumerate(lights_raw)]
         tasks_r = top.sub('tasks')
@@ -230,13 +239,18 @@ def _parse_camera(r: _Reader, name: str) -> CameraConfig:
     width, height = int(r.num('width', lo=8)), int(r.num('height', lo=8))
     position = r.vec('position', 3)
     if r.has('look_at'):
-        rotation = look_at_rotation(position, r.vec('look_at', 3))
+        try:
+            rotation = look_at_rotation(position, r.vec('look_at', 3))
+        except LabConfigError:
+            raise
+        except ValueError as exc:
+            raise LabConfigError(f'{r.source}: {r.where}.look_at: {exc}') from None
     elif r.has('rotation'):
         rotation = r.vec('rotation', 9).reshape(3, 3)
         if not np.allclose(rotation.T @ rotation, np.eye(3), atol=1e-4):
-            raise ValueError(f'{r.source}: {r.where}.rotation is not a rotation matrix')
+            raise LabConfigError(f'{r.source}: {r.where}.rotation is not a rotation matrix')
     else:
-        raise KeyError(f'{r.source}: {r.where} needs look_at or rotation')
+        raise LabConfigKeyError(f'{r.source}: {r.where} needs look_at or rotation')
     dist = r.vec('distortion', 5, [0, 0, 0, 0, 0])
     return CameraConfig(name, width, height, r.num('fx', lo=1), r.num('fy', lo=1),
                         r.num('cx', lo=0, hi=width), r.num('cy', lo=0, hi=height), dist,
@@ -259,14 +273,14 @@ def _object_raw(obj: ObjectConfig) -> dict[str, Any]:
 def _parse_object(r: _Reader, name: str) -> ObjectConfig:
     shape = str(r.get('shape'))
     if shape not in SHAPES:
-        raise ValueError(f'{r.source}: {r.where}.shape={shape!r}; allowed: {list(SHAPES)}')
+        raise LabConfigError(f'{r.source}: {r.where}.shape={shape!r}; allowed: {list(SHAPES)}')
     nsize = {'box': 3, 'cylinder': 2, 'sphere': 1}[shape]
     size = r.vec('size', (1, 2, 3))
     if size.size < nsize:
-        raise ValueError(f'{r.source}: {r.where}.size needs {nsize} half-sizes for a {shape}')
+        raise LabConfigError(f'{r.source}: {r.where}.size needs {nsize} half-sizes for a {shape}')
     size = size[:nsize]
     if np.any(size <= 0):
-        raise ValueError(f'{r.source}: {r.where}.size must be positive')
+        raise LabConfigError(f'{r.source}: {r.where}.size must be positive')
     neck = r.vec('neck', 2) if r.get('neck', None) is not None else None
     return ObjectConfig(name, shape, size, r.vec('color', (3, 4))[:3], r.num('mass', lo=1e-4),
                         r.num('friction', 1.0, lo=0.0), neck)
@@ -275,7 +289,7 @@ def _parse_object(r: _Reader, name: str) -> ObjectConfig:
 def _parse_region(r: _Reader) -> RegionConfig:
     x, y = r.vec('x', 2), r.vec('y', 2)
     if x[0] >= x[1] or y[0] >= y[1]:
-        raise ValueError(f'{r.source}: {r.where} needs min < max for x and y')
+        raise LabConfigError(f'{r.source}: {r.where} needs min < max for x and y')
     return RegionConfig(x, y)
 
 
@@ -285,15 +299,15 @@ def _parse_task(r: _Reader, name: str) -> TaskConfig:
     regs = r.sub('regions')
     regions = {k: _parse_region(regs.sub(k)) for k in ('id', 'ood')}
     if regions['id'].overlaps(regions['ood']):
-        raise ValueError(f'{r.source}: {r.where}.regions id and ood must be disjoint')
+        raise LabConfigError(f'{r.source}: {r.where}.regions id and ood must be disjoint')
     variants_raw = r.get('variants', {'default': {}}) or {'default': {}}
     if not isinstance(variants_raw, dict) or 'default' not in variants_raw:
-        raise ValueError(f'{r.source}: {r.where}.variants must be a mapping with a "default" entry')
+        raise LabConfigError(f'{r.source}: {r.where}.variants must be a mapping with a "default" entry')
     variants = {str(k): dict(v or {}) for k, v in variants_raw.items()}
     task = TaskConfig(name, objects, regions, variants, dict(r.get('params', {}) or {}))
     for variant in variants:        # validate overrides now, not at reset time
         try:
             task.objects_for(variant)
         except KeyError as exc:
-            raise KeyError(f'{r.source}: {r.where}.variants.{variant}: {exc.args[0]}') from exc
+            raise LabConfigKeyError(f'{r.source}: {r.where}.variants.{variant}: {exc.args[0]}') from exc
     return task

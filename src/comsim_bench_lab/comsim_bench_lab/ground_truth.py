@@ -63,6 +63,8 @@ from comsim_teleop.episodes.encode import rgb8_image_cdr
 from comsim_teleop.episodes.errors import EpisodeError
 from comsim_teleop.episodes.images import image_to_rgb, stamp_ns
 from comsim_teleop.episodes.reader import FLOAT_ARRAY, IMAGE, JOINT_STATE, TRAJECTORY
+from comsim_teleop.errors import UserError, cli_main
+from comsim_teleop.paths import resolve_config_path
 from comsim_twin.replay.paired import PairedEpisodeWriter, is_complete
 from comsim_twin.replay.replay import JointTrack
 
@@ -616,6 +618,7 @@ def find_sim_episodes(path: str | Path) -> list[Path]:
     return found
 
 
+@cli_main('comsim-bench-lab-ground-truth')
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog='comsim-bench-lab-ground-truth',
@@ -637,10 +640,10 @@ def main(argv: list[str] | None = None) -> int:
             failed += 1
             print(f'error: {exc}', file=sys.stderr)
     try:
-        renderer = GroundTruthRenderer(args.lab, args.realism)
-    except (OSError, KeyError, ValueError) as exc:
-        print(f'error: bench-lab config: {exc}', file=sys.stderr)
-        return 2
+        renderer = GroundTruthRenderer(resolve_config_path(args.lab),
+                                       resolve_config_path(args.realism))
+    except (KeyError, ValueError) as exc:  # the realism profile's plain ones: still the user's
+        raise UserError(str(exc.args[0] if exc.args else exc)) from exc
     with renderer:
         for ep in episodes:
             try:
