@@ -18,6 +18,8 @@ import torch
 import yaml
 from safetensors.torch import load_file, load_model, save_file, save_model
 
+from comsim_teleop.errors import UserError
+
 from .config import ConfigError, PolicyConfig
 from .model.policy import DiffusionPolicyModel
 
@@ -26,8 +28,9 @@ WEIGHTS = 'model.safetensors'
 TRAIN_DIR = 'training_state'
 
 
-class CheckpointError(RuntimeError):
-    """A checkpoint directory is missing, incomplete or does not fit its config."""
+class CheckpointError(UserError, RuntimeError):
+    """A checkpoint directory is missing, incomplete or does not fit its config (the user's to
+    fix: one line, exit code 2)."""
 
 
 def _tmp(path: Path) -> Path:

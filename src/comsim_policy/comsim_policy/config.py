@@ -8,18 +8,20 @@ robot it runs on matches what the policy was trained on.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from comsim_teleop.errors import UserError, check_fields, load_yaml
 
 DEFAULT_JOINTS = ['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6', 'gripper']
 DEFAULT_CAMERAS = ['/cameras/front/image_raw', '/cameras/side/image_raw']
 COMMAND_TOPIC = '/joint_trajectory_controller/joint_trajectory'
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A policy config file or dict is malformed."""
 
 
@@ -152,10 +154,7 @@ class PolicyConfig:
         path = Path(path)
         if not path.exists():
             raise ConfigError(f'no policy config at {path}')
-        try:
-            data = yaml.safe_load(path.read_text(encoding='utf8'))
-        except yaml.YAMLError as exc:
-            raise ConfigError(f'{path}: invalid YAML: {exc}') from exc
+        data = load_yaml(path, 'policy config')
         try:
             return cls.from_dict(data or {})
         except ConfigError as exc:
@@ -168,12 +167,7 @@ def camera_key(topic: str) -> str:
 
 
 def _build(cls: type, data: dict[str, Any], where: str) -> Any:
-    if not isinstance(data, dict):
-        raise ConfigError(f'{where} must be a mapping')
-    names = {f.name for f in fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ConfigError(f'{where}: unknown keys {unknown} (known: {sorted(names)})')
+    check_fields(cls, data, where, ConfigError)
     try:
         return cls(**data)
     except TypeError as exc:

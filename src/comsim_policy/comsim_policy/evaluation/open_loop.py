@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from comsim_teleop.errors import cli_main
+
 from ..data.augment import crop
 from ..data.episode_arrays import find_episodes, resize
 from ..inference import PolicyRunner, limit_cpu_threads
@@ -95,6 +97,7 @@ def preprocessing_matches(runner: PolicyRunner, ep: dict) -> bool:
     return True
 
 
+@cli_main('comsim_policy.evaluation.open_loop')
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--checkpoint', type=Path, required=True)

@@ -22,6 +22,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
+from comsim_teleop.errors import cli_main
+
 from ..checkpoint import (
     has_training_state,
     load_config,
@@ -218,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@cli_main('comsim-policy-train')
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     limit_cpu_threads()
