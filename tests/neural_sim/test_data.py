@@ -29,7 +29,7 @@ def test_shipped_configs_load_and_round_trip(name, tmp_path):
 
 
 def test_bad_configs_are_named():
-    with pytest.raises(ConfigError, match='unknown neural-sim config keys'):
+    with pytest.raises(ConfigError, match='unknown key'):
         NeuralSimConfig.from_dict({'frams': 8})
     with pytest.raises(ConfigError, match='patch_size'):
         NeuralSimConfig(height=30, patch_size=4)

@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from comsim_teleop.errors import check_fields, load_yaml
+
 from .errors import CheckpointMismatchError, ConfigError
 
 CONFIG_NAME = 'neural_sim.yaml'
@@ -131,14 +133,11 @@ class NeuralSimConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> NeuralSimConfig:
+    def from_dict(cls, data: dict[str, Any], source: str = 'neural-sim config') -> NeuralSimConfig:
         data = dict(data)
         if 'camera' in data and 'cameras' not in data:   # configs written before multi-camera
             data['cameras'] = [data.pop('camera')]
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f'unknown neural-sim config keys {unknown}; known: {sorted(known)}')
+        check_fields(cls, data, source, ConfigError)
         try:
             return cls(**data)
         except TypeError as exc:
@@ -152,12 +151,16 @@ class NeuralSimConfig:
             path = path / CONFIG_NAME
         if not path.is_file():
             raise FileNotFoundError(f'no neural-sim config at {path}')
-        data = yaml.safe_load(path.read_text()) or {}
+        data = load_yaml(path, 'neural-sim config') or {}
         if not isinstance(data, dict):
             raise ConfigError(f'{path}: expected a mapping, got {type(data).__name__}')
         if set(data) == {'neural_sim'}:
             data = data['neural_sim']
-        return cls.from_dict(data)
+        try:
+            return cls.from_dict(data, str(path))
+        except ConfigError as exc:
+            msg = str(exc)
+            raise ConfigError(msg if msg.startswith(str(path)) else f'{path}: {msg}') from None
 
     def save(self, directory: str | Path) -> Path:
         """Write ``neural_sim.yaml`` into ``directory`` (created); returns the file path."""

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from comsim_teleop.errors import UserError
 
-class NeuralSimError(Exception):
-    """Base class: anything that stops the neural simulator from doing what was asked."""
+
+class NeuralSimError(UserError):
+    """Base class: anything that stops the neural simulator from doing what was asked (bad
+    input the user can fix: one line, exit code 2 from the console scripts)."""
 
 
 class ConfigError(NeuralSimError, ValueError):

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from comsim_teleop.errors import cli_main
+
 from ..data.clips import PairedClip, load_paired_dir
 from ..errors import NeuralSimError
 from ..sampling.pipeline import NeuralSimPipeline
@@ -104,6 +106,7 @@ def run_ablation(pipeline: NeuralSimPipeline | str | Path, paired: str | Path | 
     return AblationResult(rows, table, grid, [c.name for c in clips], note)
 
 
+@cli_main('comsim-neural-sim-ablation')
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--checkpoint', required=True)
@@ -115,12 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--seed', type=int, default=0)
     ap.add_argument('--max-frames', type=int, default=32, help='frames per episode (0: all)')
     args = ap.parse_args(argv)
-    try:
-        res = run_ablation(args.checkpoint, args.paired, args.out, args.steps, args.w_action,
-                           args.w_sim, args.seed, args.max_frames or None)
-    except (NeuralSimError, FileNotFoundError) as exc:
-        print(f'error: {exc}', file=sys.stderr)
-        return 2
+    res = run_ablation(args.checkpoint, args.paired, args.out, args.steps, args.w_action,
+                       args.w_sim, args.seed, args.max_frames or None)
     print(res.table)
     print(res.note)
     return 0

@@ -21,6 +21,8 @@ import torch
 from accelerate import Accelerator
 from torch.utils.data import DataLoader
 
+from comsim_teleop.errors import cli_main
+
 from ..checkpoint import load_config, transformer_from_config
 from ..config import NeuralSimConfig
 from ..data.clips import ClipDataset, PairedClip, action_stats, load_paired_dir
@@ -176,6 +178,7 @@ def _save(out: Path, cfg: NeuralSimConfig, model: torch.nn.Module, ema: EMA,
                      {'step': step, 'ema_step': ema.step})
 
 
+@cli_main('comsim-neural-sim-train')
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--config', required=True, help='neural-sim YAML (config/neural_sim.yaml)')

@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import NeuralSimError
+from comsim_teleop.errors import cli_main
+
 from .episode import translate_dir
 
 
+@cli_main('comsim-translate-episodes')
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('sim_dir', help='directory of sim episodes (recording layout)')
@@ -27,13 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--mode', default='composed', help='composed|joint|action|sim|uncond')
     ap.add_argument('--batch', type=int, default=4, help='episodes per batched generation')
     args = ap.parse_args(argv)
-    try:
-        out = translate_dir(args.sim_dir, args.checkpoint, args.out,
-                            {'w_action': args.w_action, 'w_sim': args.w_sim}, args.steps,
-                            args.seed, args.mode, args.batch)
-    except (NeuralSimError, FileNotFoundError) as exc:
-        print(f'error: {exc}', file=sys.stderr)
-        return 2
+    out = translate_dir(args.sim_dir, args.checkpoint, args.out,
+                        {'w_action': args.w_action, 'w_sim': args.w_sim}, args.steps,
+                        args.seed, args.mode, args.batch)
     print(f'{len(out)} pseudo-real episodes in {args.out}')
     return 0
 
