@@ -1,11 +1,20 @@
-"""The teleop node over DDS: a leader arm drives it; limits, velocity clamps and enable hold."""
+"""The teleop node over DDS: a leader arm drives it; limits, velocity clamps and enable hold;
+the scripted expert on the real bench lab keeps its motion while the teleop process starves."""
+import json
+import os
+import signal
+import time
+
 import numpy as np
 import pytest
 from sensor_msgs.msg import JointState
-from std_srvs.srv import SetBool
+from std_msgs.msg import String
+from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
+from comsim_teleop.nodes.ros_io import LATCHED_QOS, SENSOR_QOS
 from comsim_teleop.robot.model import RobotModel
+from comsim_teleop.teleop.expert import ScriptedExpert
 
 pytestmark = pytest.mark.ros
 
@@ -54,3 +63,72 @@ def test_unknown_parameter_is_refused(start_node):
     proc = start_node('comsim-teleop', 'teleop', {'sourse': 'leader'})
     assert proc.wait(timeout=30) != 0
     assert "unknown parameter(s) ['sourse']" in proc.log_path.read_text()
+
+
+def test_scripted_motion_survives_a_starved_teleop(ros_node, start_node, spin_until):
+    """The scripted expert shakes a bottle on the real bench lab while its process is stopped
+    (SIGSTOP: a starved process under load) for 0.3 s at a time: the arm keeps executing the
+    expert's program through every stop, and the episode succeeds."""
+    robot = RobotModel.load()
+    start_node('comsim-bench-lab', 'bench_lab', {'task': 'shake_bottle', 'seed': 0,
+                                                 'camera_rate_hz': 2.0})
+    teleop = start_node('comsim-teleop', 'teleop', {'use_sim_time': True, 'source': 'scripted'})
+    states, status, task = [], {}, []
+    ros_node.create_subscription(
+        JointState, '/joint_states',
+        lambda m: states.append((m.header.stamp.sec + m.header.stamp.nanosec * 1e-9,
+                                 np.array(m.position))), SENSOR_QOS)
+    ros_node.create_subscription(String, '/teleop/status',
+                                 lambda m: status.update(json.loads(m.data)), LATCHED_QOS)
+    ros_node.create_subscription(String, '/bench_lab/task_state',
+                                 lambda m: task.append(json.loads(m.data)), LATCHED_QOS)
+    start = ros_node.create_client(Trigger, '/teleop/start_scripted')
+    assert start.wait_for_service(timeout_sec=60), teleop.log_path.read_text()
+
+    def started():   # refused until the teleop has a task state and a joint state
+        future = start.call_async(Trigger.Request())
+        assert spin_until(ros_node, future.done, 30.0)
+        return future.result().success
+    assert spin_until(ros_node, lambda: bool(task and states) and started(), 30.0), \
+        teleop.log_path.read_text()
+    t_start, q_start = states[-1]
+
+    stops, deadline = [], time.monotonic() + 60.0   # (sim start, sim end) of each stop
+    while status.get('state') != 'done' and time.monotonic() < deadline:
+        spin_until(ros_node, lambda: False, 0.4)
+        t_stop = states[-1][0]
+        os.kill(teleop.pid, signal.SIGSTOP)
+        try:
+            spin_until(ros_node, lambda: False, 0.3)
+        finally:
+            os.kill(teleop.pid, signal.SIGCONT)
+        stops.append((t_stop, states[-1][0]))
+    assert status.get('state') == 'done', teleop.log_path.read_text()[-2000:]
+    t_end = states[-1][0]
+    spin_until(ros_node, lambda: states[-1][0] > t_end + 0.6, 20.0)   # settle
+
+    # The program the teleop runs (same task state, seed and start pose), against the arm.
+    program = ScriptedExpert(robot, task[-1], seed=0)
+    program.command(0.0, q_start)
+    t = np.array([s[0] for s in states])
+    q = np.stack([s[1] for s in states])[:, :6]
+
+    def error(t0):   # arm joints (rad) at each sample inside the program
+        inside = (t >= t0) & (t <= t0 + program.duration)
+        ref = np.stack([program.command(x - t0, q_start)[:6] for x in t[inside]])
+        return t[inside], np.abs(q[inside] - ref).max(axis=1)
+    # Its start on the lab's clock is within a tick or two of the service call.
+    t0 = min(np.arange(t_start - 0.1, t_start + 0.2, 0.005),
+             key=lambda x: np.median(error(x)[1]))
+    te, err = error(t0)
+    stopped = np.zeros(te.size, bool)
+    for a, b in stops:
+        stopped |= (te > a) & (te <= b)
+    assert len(stops) >= 8 and stopped.sum() > 100, (stops, stopped.sum())
+    # One-point commands leave the arm standing through each stop while the program moves on.
+    assert np.percentile(err[stopped], 95) < 0.03, (np.percentile(err[stopped], 95), t0 - t_start)
+
+    check = ros_node.create_client(Trigger, '/bench_lab/check_success')
+    future = check.call_async(Trigger.Request())
+    assert spin_until(ros_node, future.done, 30.0)
+    assert future.result().success, future.result().message

@@ -5,6 +5,12 @@ SpaceMouse driver), `joy` (sensor_msgs/Joy with a deadman button), `keyboard` (t
 `scripted` (an expert that solves the bench lab's task from its ground-truth task state, for
 unattended recording). Every target passes joint-limit and velocity clamping and is only sent
 while enabled (service `~/enable`, or the joystick's deadman button).
+
+Live sources send one point per tick. The scripted expert knows its future, so each tick sends
+the next `lookahead_s` of its program, stamped with the tick's time and starting at the current
+target: ticks the process misses under load (a starved process, a /clock burst) then do not
+change the motion the arm executes, and the controller never re-interpolates from the measured,
+lagging state (what a one-point goal in the future makes a joint_trajectory_controller do).
 """
 from __future__ import annotations
 
@@ -23,7 +29,13 @@ from trajectory_msgs.msg import JointTrajectory
 
 from comsim_teleop.control.limits import CommandShaper
 from comsim_teleop.nodes.params import declare_parameters
-from comsim_teleop.nodes.ros_io import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS, trajectory_msg
+from comsim_teleop.nodes.ros_io import (
+    COMMAND_QOS,
+    LATCHED_QOS,
+    SENSOR_QOS,
+    chunk_trajectory_msg,
+    trajectory_msg,
+)
 from comsim_teleop.nodes.run import run_node
 from comsim_teleop.robot.model import RobotModel
 from comsim_teleop.teleop.expert import ScriptedExpert
@@ -50,6 +62,7 @@ DEFAULTS = {
     'velocity_scale': 1.0,
     'start_enabled': False,
     'expert_seed': 0,
+    'lookahead_s': 1.0,
 }
 SOURCES = ('scripted', 'leader', 'twist', 'joy', 'keyboard')
 
@@ -71,6 +84,7 @@ class TeleopNode(Node):
         self.task_state: dict | None = None
         self.expert: ScriptedExpert | None = None
         self.expert_t0 = 0.0
+        self.last_tick: float | None = None
         self.expert_seed = int(self.p.expert_seed)
         self.state = 'idle'
         self.source = self._make_source()
@@ -177,6 +191,7 @@ class TeleopNode(Node):
             self.expert = ScriptedExpert(self.robot, self.task_state, self.expert_seed)
             self.expert_seed += 1
             self.expert_t0 = self._now()
+            self.last_tick = None
             self.shaper.reset(self.q_measured)
             self.enabled, self.state = True, 'running'
             resp.success = True
@@ -195,23 +210,33 @@ class TeleopNode(Node):
             return
         now = self._now()
         if self.p.source == 'scripted':
-            if self.expert is None:
-                return
-            target = self.expert.command(now - self.expert_t0, self.q_measured)
-            if target is None:
-                self.expert, self.enabled, self.state = None, False, 'done'
-                self._publish_status()
-                return
-        else:
-            target = self.source.command(now, self.q_measured)
-            if target is None:
-                return
+            self._tick_scripted(now)
+            return
+        target = self.source.command(now, self.q_measured)
+        if target is None:
+            return
         q = self.shaper(target, self.dt)
         if self.p.output == 'trajectory':
             self.pub.publish(trajectory_msg(self.robot.joint_names, q, 0.0, self.dt))
         else:
             self.pub.publish(Float64MultiArray(data=[float(x) for x in q]))
 
+    def _tick_scripted(self, now: float):
+        if self.expert is None:
+            return
+        path = self.expert.window(now - self.expert_t0, self.q_measured, self.p.lookahead_s,
+                                  self.dt)
+        if path is None:
+            self.expert, self.enabled, self.state = None, False, 'done'
+            self._publish_status()
+            return
+        elapsed = self.dt if self.last_tick is None else max(now - self.last_tick, self.dt)
+        self.last_tick = now
+        q = self.shaper.path(path, self.dt, elapsed)
+        if self.p.output == 'trajectory':
+            self.pub.publish(chunk_trajectory_msg(self.robot.joint_names, q, now, self.dt, 0.0))
+        else:   # a forward position controller takes one position: the current target
+            self.pub.publish(Float64MultiArray(data=[float(x) for x in q[0]]))
 
 def main(args=None):
     return run_node(TeleopNode, args)

@@ -21,7 +21,8 @@ from comsim_teleop.teleop.waypoint_trajectory import WaypointTrajectory
 
 
 class ScriptedExpert:
-    """command(t, q_measured) -> full joint target at time t, or None once finished."""
+    """command(t, q_measured) -> full joint target at time t, or None once finished;
+    window(...) -> the targets of the coming `horizon` seconds (the program's known future)."""
 
     def __init__(self, robot: RobotModel, task_state: dict, seed: int,
                  program: Program | None = None):
@@ -42,10 +43,24 @@ class ScriptedExpert:
     def duration(self) -> float | None:
         return None if self._traj is None else self._traj.duration
 
-    def command(self, t: float, q_measured: np.ndarray) -> np.ndarray | None:
+    def _plan(self, q_measured: np.ndarray) -> WaypointTrajectory:
         if self._traj is None:
             frames = compile_program(self.program, self.robot, self.state, self.rng, self.speed)
             self._traj = WaypointTrajectory(self.robot, np.asarray(q_measured, float), frames)
-        if t > self._traj.duration:
+        return self._traj
+
+    def command(self, t: float, q_measured: np.ndarray) -> np.ndarray | None:
+        traj = self._plan(q_measured)
+        if t > traj.duration:
             return None
-        return self._traj.sample(t)
+        return traj.sample(t)
+
+    def window(self, t: float, q_measured: np.ndarray, horizon: float,
+               dt: float) -> np.ndarray | None:
+        """Targets at t, t + dt, ... up to t + horizon (n, joints), the last one at or past the
+        end of the demonstration holding its final pose; None once finished."""
+        traj = self._plan(q_measured)
+        if t > traj.duration:
+            return None
+        n = int(np.ceil(min(horizon, traj.duration - t) / dt - 1e-9)) + 1
+        return np.stack([traj.sample(min(t + i * dt, traj.duration)) for i in range(max(n, 1))])
