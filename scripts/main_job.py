@@ -26,7 +26,7 @@ import rclpy
 
 from comsim_teleop.graph import Graph, graph_from_launch
 from comsim_teleop.nodes.episode_runner import EpisodeRunner
-from comsim_teleop.report.recording import recording_section
+from comsim_teleop.report.recording import recording_section, success_table
 
 ROOT = Path(__file__).resolve().parent.parent
 CAMERAS = ['/cameras/front/image_raw', '/cameras/side/image_raw']
@@ -69,7 +69,8 @@ def record_stage(out: Path, args) -> tuple[Path, str]:
     print(f'[record] {ok}/{len(results)} successful episodes in {wall:.0f} s', flush=True)
     text = recording_section(episodes, out, CAMERAS)
     text = text.replace('## Recording\n', f'## Recording\n\nWall time {wall:.0f} s; '
-                        f'{ok}/{len(results)} episodes successful.\n', 1)
+                        f'{ok}/{len(results)} episodes successful.\n\n'
+                        f'{success_table([(r.task, r.success) for r in results])}\n', 1)
     return episodes, text
 
 

@@ -42,6 +42,27 @@ def contact_sheet(path: Path, cameras: list[str], n: int = 6) -> np.ndarray:
     return grid(rows)
 
 
+def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95 % Wilson score interval of a success rate k/n (sound at 0/n and n/n, unlike k/n ± se)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def success_table(outcomes: list[tuple[str, bool]]) -> str:
+    """Markdown: recording success per task, k/N with its Wilson 95 % interval."""
+    lines = ['| task | successful | rate | 95 % interval (Wilson) |', '|---|---|---|---|']
+    for task in dict.fromkeys(t for t, _ in outcomes):
+        ok = [s for t, s in outcomes if t == task]
+        k, n = sum(ok), len(ok)
+        lo, hi = wilson_interval(k, n)
+        lines.append(f'| {task} | {k}/{n} | {100 * k / n:.0f} % | {100 * lo:.0f}–{100 * hi:.0f} % |')
+    return '\n'.join(lines)
+
+
 def _fmt_rate(stream: dict) -> str:
     rate, expected = stream.get('rate_hz'), stream.get('expected_rate_hz')
     if rate is None:
