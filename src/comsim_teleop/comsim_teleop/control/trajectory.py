@@ -5,7 +5,9 @@ dynamic replay and the policy evaluation must behave the same way, so the rules 
 
 - a trajectory whose start time is zero starts when it is received;
 - it replaces whatever was running; the arm moves from its state at the start time to the first
-  point (as JTC does when the first point lies in the future);
+  point (as JTC does when the first point lies in the future), so a stream of one-point goals
+  restarts from the measured, lagging state each time, while a look-ahead stream whose first
+  point is due at its stamp (time_from_start 0) continues the commanded motion seamlessly;
 - between points: cubic Hermite when velocities are given for both ends, otherwise linear;
 - after the last point the last positions are held;
 - joints may come in any order, but every controlled joint must be named (no partial goals).
