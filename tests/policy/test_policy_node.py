@@ -6,31 +6,21 @@ a fixed target chunk, or NaN, read from `fake.yaml` in its checkpoint directory.
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
+import policy_node_support as support
 import pytest
 import yaml
-from diagnostic_msgs.msg import DiagnosticArray
-from sensor_msgs.msg import Image, JointState
-from std_msgs.msg import Float64MultiArray, String
+from policy_node_support import CAMS, SIZE, FakeRobot, trajectories
+from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
-from trajectory_msgs.msg import JointTrajectory
 
 from comsim_policy.config import PolicyConfig
-from comsim_teleop.nodes.ros_io import IMAGE_QOS, LATCHED_QOS, SENSOR_QOS, image_msg
 from comsim_teleop.robot.model import RobotModel
 
 pytestmark = pytest.mark.ros
-HERE = Path(__file__).resolve().parent
-ARM = '/joint_trajectory_controller/joint_trajectory'
-CAMS = ['/test_cams/front/image_raw', '/test_cams/side/image_raw']
-SIZE = (24, 32)
 
 
 class PolicyMismatchError(ValueError):
@@ -82,89 +72,16 @@ def make_checkpoint(path: Path, target, size=SIZE, **fake) -> Path:
     return path
 
 
-def start_policy(tmp_path, checkpoint, **params) -> subprocess.Popen:
-    """`python -m comsim_policy.nodes.policy_node` (until its console script is registered)."""
-    values = {'use_sim_time': False, 'checkpoint': str(checkpoint),
-              'runner_class': 'test_policy_node:ReplayRunner', 'stale_after_s': 0.5,
-              'startup_timeout_s': 20.0, **params}
-    pfile = tmp_path / 'policy.yaml'
-    pfile.write_text(yaml.safe_dump({'policy': {'ros__parameters': values}}))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE),
-                                                       os.environ.get('PYTHONPATH', '')]))
-    log = open(tmp_path / 'policy.log', 'w')
-    proc = subprocess.Popen([sys.executable, '-m', 'comsim_policy.nodes.policy_node',
-                             '--ros-args', '-r', '__node:=policy', '--params-file', str(pfile)],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
-    proc.log_path = tmp_path / 'policy.log'
-    return proc
+def start_policy(tmp_path, checkpoint, **params):
+    return support.start_policy(tmp_path, checkpoint,
+                                runner_class='test_policy_node:ReplayRunner', **params)
 
 
 @pytest.fixture
 def policy_proc():
     procs = []
     yield procs
-    for proc in procs:
-        if proc.poll() is None:
-            proc.send_signal(2)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-
-
-class FakeRobot:
-    """The test's side: joint states (~100 Hz) and two cameras (~20 Hz), stamped now."""
-
-    def __init__(self, node, q, arm_topic=ARM, msg_type=JointTrajectory):
-        self.node, self.q = node, np.asarray(q, float)
-        self.names = RobotModel.load().joint_names
-        self.js = node.create_publisher(JointState, '/joint_states', SENSOR_QOS)
-        self.cams = {c: node.create_publisher(Image, c, IMAGE_QOS) for c in CAMS}
-        self.got: list = []
-        self.recv_times: list[float] = []
-        node.create_subscription(msg_type, arm_topic, self._on_cmd, 50)
-        self.status: dict = {}
-        node.create_subscription(String, '/policy/status',
-                                 lambda m: self.status.update(json.loads(m.data)), LATCHED_QOS)
-        self.diag: list = []
-        node.create_subscription(DiagnosticArray, '/diagnostics', self.diag.append, 10)
-        self.cameras_on = True
-        self.i = 0
-
-    def _on_cmd(self, msg):
-        self.got.append(msg)
-        self.recv_times.append(self.now())
-
-    def now(self):
-        return self.node.get_clock().now().nanoseconds * 1e-9
-
-    def publish(self):
-        t = self.now()
-        msg = JointState(name=self.names, position=self.q.tolist())
-        msg.header.stamp = self.node.get_clock().now().to_msg()
-        self.js.publish(msg)
-        if self.cameras_on and self.i % 5 == 0:
-            for c, pub in self.cams.items():
-                pub.publish(image_msg(np.full((*SIZE, 3), self.i % 250, np.uint8), t, 'cam'))
-        self.i += 1
-
-    def run(self, spin_until, seconds, until=None):
-        def step():
-            self.publish()
-            return until is not None and until()
-        return spin_until(self.node, step, seconds)
-
-    def call(self, spin_until, srv, name, req):
-        client = self.node.create_client(srv, name)
-        # Keep publishing while waiting: a blocking wait would starve the node (stale data).
-        assert self.run(spin_until, 15, client.service_is_ready), name
-        future = client.call_async(req)
-        assert self.run(spin_until, 10, future.done), name
-        return future.result()
-
-
-def trajectories(msgs):
-    return [m for m in msgs if len(m.points) > 1]
+    support.stop_all(procs)
 
 
 def test_chunks_are_timed_clamped_and_estop_latches(ros_node, spin_until, tmp_path,
@@ -173,7 +90,7 @@ def test_chunks_are_timed_clamped_and_estop_latches(ros_node, spin_until, tmp_pa
     far = robot.upper + 1.0  # beyond every limit: the node must clamp
     policy_proc.append(start_policy(tmp_path, make_checkpoint(tmp_path / 'ckpt', far)))
     arm = FakeRobot(ros_node, robot.home)
-    assert arm.run(spin_until, 30, lambda: arm.status.get('checked')), \
+    assert arm.run(spin_until, 60, lambda: arm.status.get('checked')), \
         policy_proc[0].log_path.read_text()
     arm.run(spin_until, 1.0)
     assert arm.got == []  # checked but not enabled: nothing moves
@@ -230,7 +147,7 @@ def test_stale_camera_holds_until_fresh(ros_node, spin_until, tmp_path, policy_p
     policy_proc.append(start_policy(tmp_path, make_checkpoint(tmp_path / 'ckpt', target),
                                     start_enabled=True))
     arm = FakeRobot(ros_node, robot.home)
-    assert arm.run(spin_until, 30, lambda: len(trajectories(arm.got)) >= 2), \
+    assert arm.run(spin_until, 60, lambda: len(trajectories(arm.got)) >= 2), \
         policy_proc[0].log_path.read_text()
     arm.cameras_on = False  # a camera driver freezes; joint states keep coming
     assert arm.run(spin_until, 5, lambda: arm.status.get('state') == 'holding')
@@ -253,7 +170,7 @@ def test_nan_from_the_policy_holds_and_is_never_published(ros_node, spin_until, 
     policy_proc.append(start_policy(tmp_path, make_checkpoint(tmp_path / 'ckpt', robot.home,
                                                               nan=True), start_enabled=True))
     arm = FakeRobot(ros_node, robot.home)
-    assert arm.run(spin_until, 30, lambda: arm.status.get('state') == 'holding'), \
+    assert arm.run(spin_until, 60, lambda: arm.status.get('state') == 'holding'), \
         policy_proc[0].log_path.read_text()
     assert 'NaN' in arm.status['reason']
     arm.run(spin_until, 2.0)
@@ -273,7 +190,7 @@ def test_dry_run_sends_nothing_to_the_arm(ros_node, spin_until, tmp_path, policy
                     Float64MultiArray)
     dry = []
     ros_node.create_subscription(Float64MultiArray, '/policy/dry_run_commands', dry.append, 50)
-    assert arm.run(spin_until, 30, lambda: len(dry) >= 10), policy_proc[0].log_path.read_text()
+    assert arm.run(spin_until, 60, lambda: len(dry) >= 10), policy_proc[0].log_path.read_text()
     assert arm.got == []
     assert ros_node.count_publishers('/forward_position_controller/commands') == 0
     np.testing.assert_allclose(dry[-1].data, robot.home, atol=1e-9)
@@ -288,7 +205,7 @@ def test_mismatched_checkpoint_is_refused_with_no_motion(ros_node, spin_until, t
     proc = start_policy(tmp_path, ckpt, start_enabled=True)
     policy_proc.append(proc)
     arm = FakeRobot(ros_node, robot.home)
-    assert arm.run(spin_until, 30, lambda: proc.poll() is not None)
+    assert arm.run(spin_until, 60, lambda: proc.poll() is not None)
     assert proc.returncode == 2
     log = proc.log_path.read_text()
     assert 'does not match this robot' in log and '[48, 64]' in log, log

@@ -51,3 +51,34 @@ def test_shape_clamps_limits_and_velocity_from_the_reference():
     # A first action due at the reference time may not jump.
     out = s.shape([0.0], [[1.0, 1.0]], ref_time=0.0, ref_q=[0.0, 0.0])
     assert np.abs(out).max() < 1e-6
+
+
+def test_non_finite_joint_state_holds_until_finite_for_the_stale_limit():
+    s = monitor()
+    s.set_enabled(True)
+    fresh = {'joint_states': 10.0, '/cam': 10.0}
+    assert s.check_joint_state(10.0, [0.1, 0.2], ['a', 'b'])
+    assert not s.check_joint_state(10.0, [0.1, np.nan], ['a', 'b'])
+    reason = s.watchdog(10.1, fresh)
+    assert s.state == 'holding' and s.observation_hold
+    assert reason.startswith('non-finite joint state') and 'b NaN' in reason
+    assert s.check_joint_state(10.2, [0.1, 0.2], ['a', 'b'])
+    assert s.watchdog(10.4, fresh) is not None  # finite for 0.2 s only
+    assert s.watchdog(10.6, {'joint_states': 10.6, '/cam': 10.6}) is None and s.may_move
+
+
+def test_a_bad_chunk_hold_is_not_an_observation_hold():
+    s = monitor()
+    s.set_enabled(True)
+    s.hold('policy output contains NaN or inf; chunk discarded')
+    assert not s.observation_hold
+    assert s.watchdog(10.0, {'joint_states': 10.0}) is not None  # fresh data does not clear it
+
+
+def test_hold_target_is_clipped_and_never_non_finite():
+    s = monitor()
+    np.testing.assert_array_equal(s.hold_target([2.0, -0.5]), [1.0, -0.5])
+    assert s.hold_target(None) is None
+    assert s.hold_target([np.nan, 0.0]) is None  # np.clip(NaN) is NaN: nothing to send
+    assert s.hold_target([np.inf, 0.0]) is None
+    assert s.hold_target([0.0]) is None

@@ -13,6 +13,8 @@ from comsim_teleop.control.limits import CommandShaper
 
 # States, in the order they take precedence.
 ESTOP, DISABLED, HOLDING, RUNNING = 'estop', 'disabled', 'holding', 'running'
+# Holds on bad observations: no inference until they clear (the watchdog clears them).
+STALE, BAD_STATE = 'stale observation', 'non-finite joint state'
 
 
 class UnsafeCommand(ValueError):
@@ -36,6 +38,7 @@ class SafetyMonitor:
         self.estopped = False
         self.hold_reason: str | None = None
         self.nan_chunks = 0
+        self.bad_state: tuple[float, list[str]] | None = None  # (when, joints) of the last NaN
 
     @property
     def state(self) -> str:
@@ -48,6 +51,11 @@ class SafetyMonitor:
     @property
     def may_move(self) -> bool:
         return self.state == RUNNING
+
+    @property
+    def observation_hold(self) -> bool:
+        """Holding because of the inputs (stale, non-finite): the policy must not run on them."""
+        return bool(self.hold_reason) and self.hold_reason.startswith((STALE, BAD_STATE))
 
     @property
     def reason(self) -> str:
@@ -77,14 +85,26 @@ class SafetyMonitor:
         return sorted(k for k, t in last_times.items()
                       if t is None or now - t > self.stale_after_s)
 
+    def check_joint_state(self, now: float, q, names) -> bool:
+        """Whether a measured position may be used; a non-finite one is dropped and holds the
+        arm (see `watchdog`) until positions have been finite for `stale_after_s`."""
+        bad = [n for n, v in zip(names, np.asarray(q, dtype=float)) if not np.isfinite(v)]
+        if bad:
+            self.bad_state = (float(now), bad)
+        return not bad
+
     def watchdog(self, now: float, last_times: dict[str, float | None]) -> str | None:
-        """Hold on stale observations; clear a stale hold once every stream is fresh again."""
+        """Hold on stale or non-finite observations; clear such a hold once they are good."""
         stale = self.stale_streams(now, last_times)
         if stale:
             ages = ', '.join(f'{k} ' + ('never received' if last_times[k] is None
                                         else f'{now - last_times[k]:.2f} s old') for k in stale)
-            self.hold(f'stale observation ({ages}; limit {self.stale_after_s:g} s)')
-        elif self.hold_reason and self.hold_reason.startswith('stale'):
+            self.hold(f'{STALE} ({ages}; limit {self.stale_after_s:g} s)')
+        elif self.bad_state and now - self.bad_state[0] <= self.stale_after_s:
+            self.hold(f'{BAD_STATE} ({", ".join(self.bad_state[1])} NaN or inf, '
+                      f'{now - self.bad_state[0]:.2f} s ago; dropped, holding the last finite '
+                      f'position until finite for {self.stale_after_s:g} s)')
+        elif self.observation_hold:
             self.clear_hold()
         return self.hold_reason
 
@@ -100,6 +120,16 @@ class SafetyMonitor:
             self.shaper.reset()
 
     # -- commands -----------------------------------------------------------------------------
+    def hold_target(self, q) -> np.ndarray | None:
+        """Where to hold: `q` within the joint limits, or None when there is no finite `q`
+        (clipping NaN gives NaN: nothing must be sent then)."""
+        if q is None:
+            return None
+        q = np.asarray(q, dtype=float)
+        if q.shape != self.shaper.lower.shape or not np.all(np.isfinite(q)):
+            return None
+        return np.clip(q, self.shaper.lower, self.shaper.upper)
+
     def check_chunk(self, actions, n_joints: int) -> np.ndarray:
         """The chunk as floats; `UnsafeCommand` on NaN/inf or a wrong shape."""
         actions = np.asarray(actions, dtype=float)

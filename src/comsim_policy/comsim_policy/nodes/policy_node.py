@@ -7,8 +7,9 @@ history and publishes them as one `JointTrajectory` stamped with the observation
 through them on the forward position controller). Actions already due when a chunk arrives are
 dropped; the next chunk is computed while the current one runs.
 
-Safety (`comsim_policy.safety`): stale observations and non-finite outputs hold position; the
-e-stop (`~/estop`) latches until `~/reset_estop`; `dry_run` sends nothing to the arm and
+Safety (`comsim_policy.safety`): stale observations, non-finite joint states and non-finite
+outputs hold position (a non-finite joint state is dropped: holds use the last finite one, and
+no command with a non-finite value is ever published); the e-stop (`~/estop`) latches until `~/reset_estop`; `dry_run` sends nothing to the arm and
 publishes what it would send on `~/dry_run_commands`; every target is clamped to joint and
 velocity limits. State, hold reason, inference latency and achieved rates go to /diagnostics.
 """
@@ -130,6 +131,7 @@ class PolicyNode(Node):
         self.infer_ms: deque[float] = deque(maxlen=50)
         self.obs_to_cmd_ms: deque[float] = deque(maxlen=50)
         self.dropped = self.chunks = 0
+        self.withheld = 0              # commands not sent because they were not finite
 
         self.create_subscription(JointState, self.p.joint_states_topic, self._on_joint_state,
                                  SENSOR_QOS)
@@ -184,6 +186,8 @@ class PolicyNode(Node):
         except (KeyError, IndexError):
             return  # reported by the compatibility check
         with self.lock:
+            if not self.safety.check_joint_state(self._now(), q, self.joint_names):
+                return  # never used; the watchdog holds at the last finite position
             self.q_measured = q
             self.history.add_joint_state(time_to_sec(msg.header.stamp), q)
 
@@ -288,20 +292,20 @@ class PolicyNode(Node):
         with self.lock:
             if self.safety.state in ('estop', 'disabled') or not self.checked:
                 return
-            before = self.safety.hold_reason
+            before, was_observation_hold = self.safety.hold_reason, self.safety.observation_hold
             reason = self.safety.watchdog(now, self.history.last_times())
-            if reason and reason.startswith('stale'):
-                if before is None:
+            if self.safety.observation_hold:
+                if not was_observation_hold:
                     self._drop_chunk_and_hold(reason)
                 return
-            if before != self.safety.hold_reason:
+            if before != reason:
                 self._publish_status()
             target = self.scheduler.advance(now)
             if self.p.output == 'forward' and target is not None and self.safety.may_move:
                 index = self.scheduler.chunk.executed
                 if index != self.forward_index:
                     self.forward_index = index
-                    self.out_pub.publish(Float64MultiArray(data=[float(x) for x in target]))
+                    self._publish([target])
             if not self.busy and self.scheduler.should_request(now):
                 self._request(now)
 
@@ -339,7 +343,7 @@ class PolicyNode(Node):
             self.scheduler.note_latency(max(self._now() - t_request, 0.0))
             if generation != self.generation or self.safety.state in ('estop', 'disabled'):
                 return
-            if self.safety.hold_reason and self.safety.hold_reason.startswith('stale'):
+            if self.safety.observation_hold:
                 return
             try:
                 actions = self.safety.check_chunk(actions, len(self.joint_names))
@@ -362,7 +366,7 @@ class PolicyNode(Node):
             chunk.actions = self.safety.shape(chunk.times, chunk.actions, ref_t, ref_q)
             self.sent = (chunk.times.copy(), chunk.actions.copy())
             if self.p.output == 'trajectory':
-                self.out_pub.publish(chunk_trajectory_msg(
+                self._publish(chunk.actions, lambda: chunk_trajectory_msg(
                     self.joint_names, chunk.actions, obs.t, self.period,
                     float(chunk.times[0] - obs.t)))
             self.obs_to_cmd_ms.append((self._now() - obs.t) * 1e3)
@@ -378,14 +382,27 @@ class PolicyNode(Node):
         return now, self.q_measured
 
     def _send_hold(self):
-        """Hold where the arm is (the arm otherwise keeps executing the last chunk)."""
-        if self.q_measured is None:
+        """Hold where the arm is (the arm otherwise keeps executing the last chunk): at the last
+        finite measured position, or nothing before there is one."""
+        q = self.safety.hold_target(self.q_measured)
+        if q is None:
+            self.get_logger().error('cannot hold: no finite joint state measured yet; nothing '
+                                    'sent', throttle_duration_sec=5.0)
             return
-        q = np.clip(self.q_measured, self.safety.shaper.lower, self.safety.shaper.upper)
+        self._publish([q], lambda: trajectory_msg(self.joint_names, q, 0.0, self.period))
+
+    def _publish(self, targets, trajectory=None):
+        """The one way out to the arm: rows of targets as a trajectory (`trajectory()` builds
+        it) or forward commands (one row); refused, counted and logged if any is not finite."""
+        if not np.all(np.isfinite(np.asarray(targets, dtype=float))):
+            self.withheld += 1
+            self.get_logger().error('non-finite command withheld (never sent to the arm)',
+                                    throttle_duration_sec=5.0)
+            return
         if self.p.output == 'trajectory':
-            self.out_pub.publish(trajectory_msg(self.joint_names, q, 0.0, self.period))
+            self.out_pub.publish(trajectory())
         else:
-            self.out_pub.publish(Float64MultiArray(data=[float(x) for x in q]))
+            self.out_pub.publish(Float64MultiArray(data=[float(x) for x in targets[-1]]))
 
     # -- reporting ----------------------------------------------------------------------------
     def _status(self) -> dict:
@@ -411,7 +428,8 @@ class PolicyNode(Node):
             'obs_to_command_ms_median': f'{np.median(latency):.1f}' if latency else 'n/a',
             'control_rate_hz': f'{rate:.2f}', 'target_control_rate_hz': f'{1 / self.period:g}',
             'chunks': str(self.chunks), 'dropped_actions': str(self.dropped),
-            'nan_chunks': str(self.safety.nan_chunks)}
+            'nan_chunks': str(self.safety.nan_chunks),
+            'withheld_commands': str(self.withheld)}
         msg = DiagnosticArray()
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.status = [DiagnosticStatus(

@@ -1,0 +1,60 @@
+"""Helpers (no tests): tiny untrained checkpoints in the trainer's on-disk format.
+
+`write_checkpoint` saves a real `DiffusionPolicyModel` with `save_pretrained` (config.yaml +
+model.safetensors, normaliser stats inside), small enough that the real `PolicyRunner` loads
+and predicts in milliseconds on a CPU. Two variants break it the ways a trained policy can:
+`nan=True` sets the UNet's output bias to NaN in the safetensors (every action is NaN), and
+`action_range` widens the action normaliser so denormalised actions land far outside the
+robot's joint limits.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+
+from comsim_policy.checkpoint import WEIGHTS, save_pretrained
+from comsim_policy.config import ModelConfig, PolicyConfig, SchedulerConfig
+from comsim_policy.model.policy import DiffusionPolicyModel
+from comsim_policy.normalizer import PolicyNormalizer
+from comsim_teleop.robot.model import RobotModel
+
+OUTPUT_BIAS = 'unet.final.1.bias'
+
+
+def tiny_policy_config(cameras, size) -> PolicyConfig:
+    """The smallest UNet/encoder the model builds, on the robot's joints at 10 Hz."""
+    return PolicyConfig(joint_names=RobotModel.load().joint_names, camera_topics=list(cameras),
+                        camera_sizes={c: list(size) for c in cameras},
+                        image_size=list(size), crop_size=[size[0] - 4, size[1] - 4],
+                        n_obs_steps=2, horizon=8, n_action_steps=4, control_hz=10.0,
+                        model=ModelConfig(down_dims=[8, 16], kernel_size=3, n_groups=2,
+                                          diffusion_step_embed_dim=8, vision_width=4,
+                                          num_keypoints=4),
+                        scheduler=SchedulerConfig(num_inference_steps=4))
+
+
+def write_checkpoint(path: Path, cameras, size, nan: bool = False,
+                     action_range: float | None = None) -> Path:
+    """A checkpoint dir; actions span the robot's limits unless `action_range` (rad) widens
+    them to [-range, range] (outputs then exceed the limits)."""
+    torch.manual_seed(0)
+    robot = RobotModel.load()
+    model = DiffusionPolicyModel(tiny_policy_config(cameras, size))
+    lo, hi = robot.lower, robot.upper
+    if action_range is not None:
+        lo, hi = np.full_like(lo, -action_range), np.full_like(hi, action_range)
+    model.normalizer = PolicyNormalizer.fit(np.stack([robot.lower, robot.upper]),
+                                            np.stack([lo, hi]))
+    save_pretrained(model, path)
+    if nan:
+        weights = path / WEIGHTS
+        with safe_open(str(weights), 'pt') as f:
+            metadata = f.metadata()
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+        tensors[OUTPUT_BIAS] = torch.full_like(tensors[OUTPUT_BIAS], float('nan'))
+        save_file(tensors, str(weights), metadata=metadata)
+    return path
