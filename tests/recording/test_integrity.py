@@ -188,6 +188,9 @@ def test_recover_refuses_a_file_that_is_not_mcap_and_changes_nothing(
     assert str(ep / 'ep.mcap') in err and err.count('\n') == 1
     assert {p.name: p.read_bytes() for p in ep.iterdir()} == before
     assert not any(p.name.startswith('.') for p in tmp_path.iterdir())  # no work dir left
+    (ep / 'ep.mcap').write_bytes(b'')  # killed before the first flush
+    assert recover_main([str(ep)]) == 2
+    assert 'empty file' in capsys.readouterr().err and (ep / 'ep.mcap').read_bytes() == b''
 
 
 def test_recover_backs_up_metadata_yaml_before_replacing_it(tmp_path: Path) -> None:

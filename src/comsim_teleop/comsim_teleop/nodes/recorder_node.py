@@ -253,11 +253,12 @@ def diagnostics(name: str, status: dict, specs: list[TopicSpec]) -> list[Diagnos
     for spec in specs:
         rate = float(status['rates_hz'].get(spec.name, 0.0))
         dropped = int(status['dropped'].get(spec.name, 0))
-        slow = (recording and spec.expected_rate_hz is not None
-                and status['elapsed_s'] > 1.0 and rate < RATE_WARN_FRACTION * spec.expected_rate_hz)
+        expected_hz = spec.expected_rate_hz
+        slow = (recording and expected_hz is not None and status['elapsed_s'] > 1.0
+                and rate < RATE_WARN_FRACTION * expected_hz)
         level = (DiagnosticStatus.ERROR if error else
                  DiagnosticStatus.WARN if slow or dropped else DiagnosticStatus.OK)
-        expected = '' if spec.expected_rate_hz is None else f' (expected {spec.expected_rate_hz:g})'
+        expected = '' if expected_hz is None else f' (expected {expected_hz:g})'
         message = f'{rate:.1f} Hz{expected}, {dropped} dropped' if recording else 'idle'
         out.append(DiagnosticStatus(
             name=f'{name}: {spec.name}', hardware_id=name, level=level, message=message,

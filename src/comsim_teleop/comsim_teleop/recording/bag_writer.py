@@ -216,7 +216,7 @@ class EpisodeBagWriter:
         self._pending_since_ns = None
 
     def close(self) -> None:
-        """Write the MCAP summary / commit, then metadata.yaml. Falls back to ``abort`` on error."""
+        """Write the MCAP summary / commit, then metadata.yaml; ``abort`` on error."""
         if not self._open:
             return
         self._open = False

@@ -1,4 +1,4 @@
-"""An MCAP data file with CRCs plus rosbag2's ``metadata.yaml``, written as ``ros2 bag record`` does.
+"""An MCAP file with CRCs plus rosbag2's ``metadata.yaml``, laid out as ``ros2 bag record`` does.
 
 Why not rosbags' MCAP writer: it writes every CRC as 0, so a zeroed or flipped block in the
 middle of a bag reads back silently as wrong pixels. Here every chunk carries its CRC (checked

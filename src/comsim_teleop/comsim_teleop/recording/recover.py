@@ -101,6 +101,9 @@ def check_format(src: Path) -> None:
     """RecoveryError unless ``src`` starts like the MCAP / sqlite3 file its suffix promises."""
     with src.open('rb') as fh:
         head = fh.read(16)
+    if not head:
+        raise RecoveryError(f'{src}: empty file (the recorder stopped before its first '
+                            f'flush): nothing to recover; nothing was changed')
     if src.suffix == '.mcap' and not is_mcap(head):
         raise RecoveryError(f'{src}: not an MCAP file (starts with {head[:8]!r}, expected '
                             f'{MCAP_MAGIC!r}); nothing was changed')
