@@ -145,6 +145,7 @@ def test_offered_qos_profiles_recorded_as_rosbag2_does(tmp_path: Path) -> None:
     with (tmp_path / 'ep' / 'ep.mcap').open('rb') as fh:
         channels = {c.topic: c for c in make_reader(fh).get_summary().channels.values()}
     assert yaml.safe_load(channels['/cam'].metadata['offered_qos_profiles']) == [QOS]
+    assert channels['/cam'].metadata['topic_type_hash'] == topics['/cam']['type_description_hash']
     with AnyReader([tmp_path / 'ep'], default_typestore=TS) as r:
         qos = {c.topic: c.ext.offered_qos_profiles for c in r.connections}
     assert qos['/cam'][0].reliability.name == 'BEST_EFFORT' and qos['/cam'][0].depth == 0
