@@ -168,6 +168,7 @@ def test_recover_salvages_every_complete_message_of_a_cut_bag(tmp_path: Path) ->
     report = recover_episode(ep)
     assert report.messages == expected
     assert report.stopped_reason and 'unfinished' in report.stopped_reason
+    assert report.from_unfinished_chunk > 0
     with Episode.open(ep) as episode:
         js = episode.joint_states()
         assert len(js.t_ns) == expected['/joint_states']

@@ -66,6 +66,7 @@ class RecoveryReport:
     original: Path | None = None
     stopped_reason: str | None = None  # why reading the original ended early, if it did
     damaged: list[str] = field(default_factory=list)  # chunks skipped for a CRC mismatch
+    from_unfinished_chunk: int = 0  # messages salvaged from a chunk cut off mid-write
     backups: list[Path] = field(default_factory=list)
 
     @property
@@ -157,6 +158,7 @@ def read_mcap_tolerant(path: Path, report: RecoveryReport
         except BufferError:
             pass  # a record view still alive (an exception's traceback): freed with it
     report.damaged = list(log.bad_chunks)
+    report.from_unfinished_chunk = log.partial_chunk_messages
     report.stopped_reason = log.truncated
 
 
@@ -245,7 +247,8 @@ def _mark_recovered(episode_dir: Path, sidecar: dict[str, Any] | None,
         'messages': report.messages, 'total': report.total,
         'original': report.original.name if report.original else None,
         'backups': [p.name for p in report.backups],
-        'stopped_reason': report.stopped_reason, 'damaged': report.damaged}}
+        'stopped_reason': report.stopped_reason, 'damaged': report.damaged,
+        'from_unfinished_chunk': report.from_unfinished_chunk}}
     if 'operator_success' not in side and side.get('success') is not None:
         changes['operator_success'] = side['success']
     for key in ('success_confirmed_by', 'success_confirmed_at'):

@@ -35,7 +35,9 @@ def _describe(target: Path, report: RecoveryReport) -> str:
     counts = ', '.join(f'{k}: {v}' for k, v in sorted(report.messages.items()))
     original = report.original.name if report.original else '?'
     others = [p.name for p in report.backups if p != report.original]
-    line = (f'{target}: recovered {report.total} messages ({counts or "none"}); '
+    partial = (f', {report.from_unfinished_chunk} of them from the unfinished last chunk'
+               if report.from_unfinished_chunk else '')
+    line = (f'{target}: recovered {report.total} messages ({counts or "none"}{partial}); '
             f'original kept as {original}' + (f' (also {", ".join(others)})' if others else ''))
     if report.stopped_reason:
         line += f'; stopped at: {report.stopped_reason}'
