@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -92,18 +93,24 @@ def params_file_paths(argv: Sequence[str]) -> list[str]:
     return paths
 
 
-_loaded: list[ParamsFile] | None = None
+_loaded: list[ParamsFile] | None = None   # set by `params_files_of` while a node runs
 
 
-def load_params_files(argv: Sequence[str] | None = None) -> list[ParamsFile]:
-    """Read (and remember for `declare_parameters`) the params files of this process's argv."""
+@contextmanager
+def params_files_of(argv: Sequence[str]) -> Iterator[list[ParamsFile]]:
+    """Read the params files of `argv` (the node's command line) once, before rclpy.init, and
+    check every node declared while inside against them."""
     global _loaded
-    _loaded = [ParamsFile(p) for p in params_file_paths(sys.argv if argv is None else argv)]
-    return _loaded
+    _loaded = [ParamsFile(p) for p in params_file_paths(argv)]
+    try:
+        yield _loaded
+    finally:
+        _loaded = None
 
 
 def _params_files() -> list[ParamsFile]:
-    return load_params_files() if _loaded is None else _loaded
+    """Those of `params_files_of`, else this process's own (nodes started without run_node)."""
+    return [ParamsFile(p) for p in params_file_paths(sys.argv)] if _loaded is None else _loaded
 
 
 def _type_name(value) -> str:

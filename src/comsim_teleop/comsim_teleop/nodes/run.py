@@ -18,7 +18,7 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, Si
 from rclpy.node import Node
 
 from comsim_teleop.errors import EXIT_USAGE, UserError, debug_requested, user_message
-from comsim_teleop.nodes.params import load_params_files
+from comsim_teleop.nodes.params import params_files_of
 
 
 class NodeStartupError(UserError):
@@ -45,9 +45,9 @@ def run_node(make_node: Callable[[], Node], args=None, threads: int = 1) -> int:
     node = None
     code = 0
     try:
-        load_params_files(argv)
-        _init(args)
-        node = make_node()
+        with params_files_of(argv):
+            _init(args)
+            node = make_node()
         executor = (MultiThreadedExecutor(num_threads=threads) if threads > 1
                     else SingleThreadedExecutor())
         executor.add_node(node)
