@@ -93,7 +93,8 @@ def assert_within_limits(robot, msgs):
 
 def test_real_policy_survives_every_safety_path(ros_node, spin_until, tmp_path, policy_proc):
     """One node walks through: limits, stale camera (with an e-stop during the hold), stale
-    joint states, e-stop while running, reset and disable."""
+    joint states, e-stop while running, NaN joint states (the hold must stay finite), reset
+    and disable."""
     robot = RobotModel.load()
     # Actions denormalised to +-50 rad: far outside every joint limit.
     ckpt = write_checkpoint(tmp_path / 'ckpt', CAMS, SIZE, action_range=50.0)
@@ -108,7 +109,9 @@ def test_real_policy_survives_every_safety_path(ros_node, spin_until, tmp_path, 
     assert_within_limits(robot, arm.got)
     assert np.any(np.abs(positions(trajectories(arm.got)[-1]) - robot.home) > 0.05)  # it moves
     wait_diag(arm, spin_until, arm.now(), DiagnosticStatus.OK, 'running')
-    assert float(diag_values(arm.diag[-1])['inference_latency_ms_median']) > 0
+    values = diag_values(arm.diag[-1])
+    assert float(values['inference_latency_ms_median']) > 0
+    assert int(values['clamped_actions']) > 0 and values['withheld_commands'] == '0'
     assert_alive(proc)
 
     # Stale camera: hold in time, WARN naming the camera, services still answer.
@@ -167,52 +170,47 @@ def test_real_policy_survives_every_safety_path(ros_node, spin_until, tmp_path, 
     enable(arm, spin_until)
     wait_running(arm, spin_until, proc, len(arm.got))
 
-    # Disable: a hold, then nothing.
-    n = len(arm.got)
-    enable(arm, spin_until, False)
-    assert arm.run(spin_until, 3, lambda: holds(arm.got[n:]) and
-                   arm.status.get('state') == 'disabled')
-    arm.run(spin_until, 0.5)
-    m = len(arm.got)
-    arm.run(spin_until, 1.0)
-    assert arm.got[m:] == []
-    assert_within_limits(robot, arm.got)
-    assert_all_finite(arm.got)
-    assert_alive(proc)
-
-
-def test_nan_joint_states_never_reach_the_arm(ros_node, spin_until, tmp_path, policy_proc):
-    """A NaN measurement holds at the last finite position; nothing non-finite is sent."""
-    robot = RobotModel.load()
-    proc = start_policy(tmp_path, write_checkpoint(tmp_path / 'ckpt', CAMS, SIZE),
-                        stale_after_s=STALE_S, diagnostics_period_s=0.2, start_enabled=True)
-    policy_proc.append(proc)
-    arm = FakeRobot(ros_node, robot.home)
-    assert arm.run(spin_until, 60, lambda: arm.status.get('checked')), proc.log_path.read_text()
-    wait_running(arm, spin_until, proc, 0)
+    # NaN joint states: dropped, a hold at the last finite position, nothing non-finite sent.
+    last_finite = np.clip(robot.home + 0.01, robot.lower, robot.upper)
+    arm.q = last_finite
+    arm.run(spin_until, 0.3)
     n = len(arm.got)
     arm.nan_joints = True
     t_cause = arm.now()
     hold = wait_hold(arm, spin_until, proc, n, t_cause)
-    np.testing.assert_allclose(positions(hold)[0], robot.home, atol=1e-9)
+    np.testing.assert_allclose(positions(hold)[0], last_finite, atol=1e-9)
     assert arm.run(spin_until, 3, lambda: 'non-finite joint state' in arm.status.get('reason',
                                                                                      ''))
     assert 'joint2' in arm.status['reason']
     wait_diag(arm, spin_until, t_cause, DiagnosticStatus.WARN, 'non-finite joint state')
-    arm.run(spin_until, 1.0)
-    # An e-stop (and a disable) while the measurement is NaN: the hold is still finite.
+    arm.run(spin_until, 0.5)
+    # An e-stop while the measurement is NaN: the hold is still finite.
     n = len(arm.got)
     trigger(arm, spin_until, '/policy/estop')
     assert arm.run(spin_until, 3, lambda: holds(arm.got[n:]))
+    np.testing.assert_allclose(positions(holds(arm.got[n:])[0])[0], last_finite, atol=1e-9)
     trigger(arm, spin_until, '/policy/reset_estop')
     enable(arm, spin_until)
     arm.run(spin_until, 1.0)
     assert trajectories(arm.got[n:]) == []  # still holding: the measurement is still NaN
     assert_all_finite(arm.got)
+    assert diag_values(arm.diag[-1])['withheld_commands'] == '0'  # finite by design
     assert_alive(proc)
-    # Finite again: it runs.
+    # ... and finite again: it runs.
     arm.nan_joints = False
     wait_running(arm, spin_until, proc, len(arm.got))
+
+    # Disable: a hold, then nothing.
+    n = len(arm.got)
+    enable(arm, spin_until, False)
+    assert arm.run(spin_until, 3, lambda: holds(arm.got[n:]) and
+                   arm.status.get('state') == 'disabled')
+    wait_diag(arm, spin_until, arm.now(), DiagnosticStatus.OK, 'disabled')
+    arm.run(spin_until, 0.5)
+    m = len(arm.got)
+    arm.run(spin_until, 1.0)
+    assert arm.got[m:] == []
+    assert_within_limits(robot, arm.got)
     assert_all_finite(arm.got)
     assert_alive(proc)
 
@@ -248,7 +246,7 @@ def test_dry_run_sends_nothing_to_the_arm(ros_node, spin_until, tmp_path, policy
     robot = RobotModel.load()
     ckpt = write_checkpoint(tmp_path / 'ckpt', CAMS, SIZE, action_range=50.0)
     proc = start_policy(tmp_path, ckpt, stale_after_s=STALE_S, start_enabled=True,
-                        dry_run=True, output='forward')
+                        dry_run=True, output='forward', diagnostics_period_s=0.2)
     policy_proc.append(proc)
     forward = '/forward_position_controller/commands'
     arm = FakeRobot(ros_node, robot.home, forward, Float64MultiArray)
@@ -257,6 +255,8 @@ def test_dry_run_sends_nothing_to_the_arm(ros_node, spin_until, tmp_path, policy
     assert arm.run(spin_until, 60, lambda: len(dry) >= 10 and
                    arm.status.get('state') == 'running'), proc.log_path.read_text()
     assert arm.status['dry_run'] is True
+    assert arm.run(spin_until, 3, lambda: arm.diag and
+                   diag_values(arm.diag[-1])['dry_run'] == 'True')
     q = np.array([m.data for m in dry])  # the policy asks for +-50 rad
     assert np.all(q <= robot.upper + 1e-9) and np.all(q >= robot.lower - 1e-9)
     # A hold in dry run goes to the dry-run topic too.

@@ -48,6 +48,9 @@ def test_shape_clamps_limits_and_velocity_from_the_reference():
     out = s.shape([0.1, 0.2, 0.3, 10.0], [[5, -5]] * 4, ref_time=0.0, ref_q=[0.0, 0.0])
     # 2 rad/s: 0.2 per 0.1 s step, then the limit (1) once there is time enough.
     np.testing.assert_allclose(out, [[0.2, -0.2], [0.4, -0.4], [0.6, -0.6], [1.0, -1.0]])
+    assert s.clamped_actions == 4
+    s.shape([0.1], [[0.1, 0.1]], ref_time=0.0, ref_q=[0.0, 0.0])
+    assert s.clamped_actions == 4  # within every limit: not counted
     # A first action due at the reference time may not jump.
     out = s.shape([0.0], [[1.0, 1.0]], ref_time=0.0, ref_q=[0.0, 0.0])
     assert np.abs(out).max() < 1e-6

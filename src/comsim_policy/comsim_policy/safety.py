@@ -38,6 +38,7 @@ class SafetyMonitor:
         self.estopped = False
         self.hold_reason: str | None = None
         self.nan_chunks = 0
+        self.clamped_actions = 0       # actions moved by the limits (a policy asking too much)
         self.bad_state: tuple[float, list[str]] | None = None  # (when, joints) of the last NaN
 
     @property
@@ -150,5 +151,6 @@ class SafetyMonitor:
         for t, a in zip(times, actions):
             # dt 0 would skip CommandShaper's velocity clamp: a tiny dt clamps to (almost) no step.
             out.append(self.shaper(a, max(float(t) - t_prev, 1e-9)))
+            self.clamped_actions += int(np.any(np.abs(out[-1] - np.asarray(a, float)) > 1e-9))
             t_prev = float(t)
         return np.array(out).reshape(len(out), -1)

@@ -429,6 +429,7 @@ class PolicyNode(Node):
             'control_rate_hz': f'{rate:.2f}', 'target_control_rate_hz': f'{1 / self.period:g}',
             'chunks': str(self.chunks), 'dropped_actions': str(self.dropped),
             'nan_chunks': str(self.safety.nan_chunks),
+            'clamped_actions': str(self.safety.clamped_actions),
             'withheld_commands': str(self.withheld)}
         msg = DiagnosticArray()
         msg.header.stamp = self.get_clock().now().to_msg()
