@@ -36,6 +36,8 @@ STALE_S = 0.5
 # busy test loop on a shared 2-core machine.
 HOLD_DUE_S = STALE_S + 0.4
 DT = 0.1
+# E-stop and disable publish their hold before the service replies.
+AFTER_REPLY_S = 0.3
 
 
 @pytest.fixture
@@ -45,14 +47,17 @@ def policy_proc():
     stop_all(procs)
 
 
-def enable(arm, spin_until, on=True):
+def enable(arm, spin_until, on=True) -> float:
+    """Call ~/enable; the time the reply came."""
     resp = arm.call(spin_until, SetBool, '/policy/enable', SetBool.Request(data=on))
     assert resp.success, resp.message
+    return arm.now()
 
 
-def trigger(arm, spin_until, name):
+def trigger(arm, spin_until, name) -> float:
     resp = arm.call(spin_until, Trigger, name, Trigger.Request())
     assert resp.success, resp.message
+    return arm.now()
 
 
 def wait_running(arm, spin_until, proc, n_after):
@@ -60,11 +65,11 @@ def wait_running(arm, spin_until, proc, n_after):
                    and arm.status.get('state') == 'running'), proc.log_path.read_text()
 
 
-def wait_hold(arm, spin_until, proc, n_after, t_cause):
-    """The first hold after message `n_after`, received within HOLD_DUE_S of `t_cause`."""
+def wait_hold(arm, spin_until, proc, n_after, t_cause, due=HOLD_DUE_S):
+    """The first hold after message `n_after`, received within `due` s of `t_cause`."""
     assert arm.run(spin_until, 5, lambda: holds(arm.got[n_after:])), proc.log_path.read_text()
     k = n_after + next(i for i, m in enumerate(arm.got[n_after:]) if is_hold(m))
-    assert arm.recv_times[k] - t_cause <= HOLD_DUE_S, arm.recv_times[k] - t_cause
+    assert arm.recv_times[k] - t_cause <= due, arm.recv_times[k] - t_cause
     return arm.got[k]
 
 
@@ -109,9 +114,7 @@ def test_real_policy_survives_every_safety_path(ros_node, spin_until, tmp_path, 
     assert_within_limits(robot, arm.got)
     assert np.any(np.abs(positions(trajectories(arm.got)[-1]) - robot.home) > 0.05)  # it moves
     wait_diag(arm, spin_until, arm.now(), DiagnosticStatus.OK, 'running')
-    values = diag_values(arm.diag[-1])
-    assert float(values['inference_latency_ms_median']) > 0
-    assert int(values['clamped_actions']) > 0 and values['withheld_commands'] == '0'
+    assert float(diag_values(arm.diag[-1])['inference_latency_ms_median']) > 0
     assert_alive(proc)
 
     # Stale camera: hold in time, WARN naming the camera, services still answer.
@@ -133,9 +136,9 @@ def test_real_policy_survives_every_safety_path(ros_node, spin_until, tmp_path, 
     n = len(arm.got)
     wait_hold(arm, spin_until, proc, n, arm.camera_sent)
     n = len(arm.got)
-    trigger(arm, spin_until, '/policy/estop')
-    assert arm.run(spin_until, 3, lambda: holds(arm.got[n:]) and
-                   arm.status.get('state') == 'estop'), proc.log_path.read_text()
+    t_reply = trigger(arm, spin_until, '/policy/estop')
+    wait_hold(arm, spin_until, proc, n, t_reply, AFTER_REPLY_S)
+    assert arm.run(spin_until, 3, lambda: arm.status.get('state') == 'estop')
     wait_diag(arm, spin_until, arm.now(), DiagnosticStatus.ERROR, 'e-stop')
     arm.cameras_on = True
     n = len(arm.got)
@@ -163,9 +166,9 @@ def test_real_policy_survives_every_safety_path(ros_node, spin_until, tmp_path, 
 
     # E-stop while running.
     n = len(arm.got)
-    trigger(arm, spin_until, '/policy/estop')
+    t_reply = trigger(arm, spin_until, '/policy/estop')
+    wait_hold(arm, spin_until, proc, n, t_reply, AFTER_REPLY_S)
     assert arm.run(spin_until, 3, lambda: arm.status.get('state') == 'estop')
-    assert arm.run(spin_until, 3, lambda: holds(arm.got[n:])), proc.log_path.read_text()
     trigger(arm, spin_until, '/policy/reset_estop')
     enable(arm, spin_until)
     wait_running(arm, spin_until, proc, len(arm.got))
@@ -186,15 +189,14 @@ def test_real_policy_survives_every_safety_path(ros_node, spin_until, tmp_path, 
     arm.run(spin_until, 0.5)
     # An e-stop while the measurement is NaN: the hold is still finite.
     n = len(arm.got)
-    trigger(arm, spin_until, '/policy/estop')
-    assert arm.run(spin_until, 3, lambda: holds(arm.got[n:]))
-    np.testing.assert_allclose(positions(holds(arm.got[n:])[0])[0], last_finite, atol=1e-9)
+    hold = wait_hold(arm, spin_until, proc, n, trigger(arm, spin_until, '/policy/estop'),
+                     AFTER_REPLY_S)
+    np.testing.assert_allclose(positions(hold)[0], last_finite, atol=1e-9)
     trigger(arm, spin_until, '/policy/reset_estop')
     enable(arm, spin_until)
     arm.run(spin_until, 1.0)
     assert trajectories(arm.got[n:]) == []  # still holding: the measurement is still NaN
     assert_all_finite(arm.got)
-    assert diag_values(arm.diag[-1])['withheld_commands'] == '0'  # finite by design
     assert_alive(proc)
     # ... and finite again: it runs.
     arm.nan_joints = False
@@ -202,9 +204,8 @@ def test_real_policy_survives_every_safety_path(ros_node, spin_until, tmp_path, 
 
     # Disable: a hold, then nothing.
     n = len(arm.got)
-    enable(arm, spin_until, False)
-    assert arm.run(spin_until, 3, lambda: holds(arm.got[n:]) and
-                   arm.status.get('state') == 'disabled')
+    wait_hold(arm, spin_until, proc, n, enable(arm, spin_until, False), AFTER_REPLY_S)
+    assert arm.run(spin_until, 3, lambda: arm.status.get('state') == 'disabled')
     wait_diag(arm, spin_until, arm.now(), DiagnosticStatus.OK, 'disabled')
     arm.run(spin_until, 0.5)
     m = len(arm.got)
@@ -212,6 +213,9 @@ def test_real_policy_survives_every_safety_path(ros_node, spin_until, tmp_path, 
     assert arm.got[m:] == []
     assert_within_limits(robot, arm.got)
     assert_all_finite(arm.got)
+    values = diag_values(arm.diag[-1])
+    assert int(values['clamped_actions']) > 0  # the limits did their work, and it shows
+    assert values['withheld_commands'] == '0'  # holds are finite by design, not by the filter
     assert_alive(proc)
 
 
@@ -231,11 +235,13 @@ def test_nan_policy_output_is_discarded_and_held(ros_node, spin_until, tmp_path,
         and 'NaN' in d.status[0].message for d in arm.diag)), proc.log_path.read_text()
     assert trajectories(arm.got) == [] and len(holds(arm.got)) >= 1
     n = len(arm.got)
-    trigger(arm, spin_until, '/policy/estop')
-    assert arm.run(spin_until, 3, lambda: holds(arm.got[n:]))
+    wait_hold(arm, spin_until, proc, n, trigger(arm, spin_until, '/policy/estop'),
+              AFTER_REPLY_S)
     trigger(arm, spin_until, '/policy/reset_estop')
+    n = len(arm.got)
     enable(arm, spin_until)
-    assert arm.run(spin_until, 5, lambda: arm.status.get('state') == 'holding')
+    assert arm.run(spin_until, 5, lambda: arm.status.get('state') == 'holding' and
+                   holds(arm.got[n:]))  # the next NaN chunk holds again
     assert trajectories(arm.got) == []
     assert_all_finite(arm.got)
     assert_alive(proc)
