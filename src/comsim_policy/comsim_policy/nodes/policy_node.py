@@ -9,9 +9,11 @@ dropped; the next chunk is computed while the current one runs.
 
 Safety (`comsim_policy.safety`): stale observations, non-finite joint states and non-finite
 outputs hold position (a non-finite joint state is dropped: holds use the last finite one, and
-no command with a non-finite value is ever published); the e-stop (`~/estop`) latches until `~/reset_estop`; `dry_run` sends nothing to the arm and
-publishes what it would send on `~/dry_run_commands`; every target is clamped to joint and
-velocity limits. State, hold reason, inference latency and achieved rates go to /diagnostics.
+no command with a non-finite value is ever published); the e-stop (`~/estop`) latches until
+`~/reset_estop`; `dry_run` sends nothing to the arm and publishes what it would send on
+`~/dry_run_commands`; every target is clamped to joint and velocity limits. State, hold reason,
+inference latency, achieved rates and counts of discarded, clamped and withheld commands go to
+/diagnostics.
 """
 from __future__ import annotations
 
@@ -386,6 +388,7 @@ class PolicyNode(Node):
         finite measured position, or nothing before there is one."""
         q = self.safety.hold_target(self.q_measured)
         if q is None:
+            self.withheld += 1
             self.get_logger().error('cannot hold: no finite joint state measured yet; nothing '
                                     'sent', throttle_duration_sec=5.0)
             return
