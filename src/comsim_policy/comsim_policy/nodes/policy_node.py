@@ -361,8 +361,10 @@ class PolicyNode(Node):
             self.chunks += 1
             self.dropped += chunk.dropped
             if not len(chunk.times):
-                self.get_logger().warning('every action of the chunk was already due: inference '
-                                       'slower than the chunk', throttle_duration_sec=5.0)
+                # Slow inference, or an old observation (a backlog of images after a slow start).
+                self.get_logger().warning(
+                    f'every action of the chunk was already due: observation {now - obs.t:.2f} s '
+                    f'old, inference {seconds * 1e3:.0f} ms', throttle_duration_sec=5.0)
                 return
             ref_t, ref_q = self._reference(chunk.times[0], now)
             chunk.actions = self.safety.shape(chunk.times, chunk.actions, ref_t, ref_q)
