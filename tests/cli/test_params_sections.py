@@ -50,3 +50,15 @@ def test_not_a_mapping_is_named(tmp_path):
     f.write_text('- a\n- b\n')
     with pytest.raises(UserError, match=r'p.yaml: a params file maps node names'):
         ParamsFile(str(f))
+
+
+@pytest.mark.parametrize('launch', ['record', 'deploy', 'translate', 'twin'])
+def test_every_shipped_params_file_has_its_nodes_section(launch):
+    from comsim_teleop.graph import graph_from_launch, load_launch_module
+    from comsim_teleop.paths import repo_root
+
+    path = repo_root() / 'launch' / f'{launch}.launch.py'
+    every_node = dict.fromkeys(getattr(load_launch_module(path), 'ARGUMENTS', {}), 'true')
+    for spec in graph_from_launch(path, every_node):
+        for params in spec.params:
+            assert ParamsFile(str(params)).section_for(f'/{spec.name}') is not None, params
