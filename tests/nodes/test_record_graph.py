@@ -12,6 +12,7 @@ from comsim_teleop.graph import Graph, graph_from_launch
 from comsim_teleop.nodes.episode_runner import EpisodeRunner, RunnerError
 
 ROOT = Path(__file__).resolve().parents[2]
+COMMANDS = '/joint_trajectory_controller/joint_trajectory'
 pytestmark = pytest.mark.ros
 
 
@@ -52,8 +53,9 @@ def test_unattended_episode_over_dds(tmp_path):
         streams = ep.streams
         assert streams['/cameras/front/image_raw'].count > 30
         cams = ['/cameras/front/image_raw', '/cameras/side/image_raw']
-        frames = list(ep.frames(cams, command_topic='/joint_trajectory_controller/joint_trajectory',
-                                skip_unaligned=True))
+        frames = list(ep.frames(cams, command_topic=COMMANDS, skip_unaligned=True))
+        commands = ep.commands(COMMANDS)
+        points = [len(m.points) for _, m in ep.messages(COMMANDS)]
     assert len(frames) > 30
     assert frames[0].images[cams[0]].shape == (240, 320, 3)
     commanded = [f for f in frames if f.command is not None]
@@ -61,6 +63,11 @@ def test_unattended_episode_over_dds(tmp_path):
     # The arm follows its commands: small tracking error on the arm joints.
     err = np.array([np.abs(f.joint_position[:6] - f.command[:6]).max() for f in commanded])
     assert np.median(err) < 0.05, np.median(err)
+    # The scripted teleop sends its program ahead; the labels are that program, one every
+    # 20 ms tick even where the teleop process missed ticks.
+    assert np.median(points) > 10, points[:20]
+    gaps = np.diff(commands.t_ns) * 1e-9
+    assert np.median(gaps) == pytest.approx(0.02, abs=1e-3) and gaps.max() < 0.03, gaps.max()
     # Images change over the episode (the arm moves in view).
     first, last = frames[0].images[cams[0]], frames[-1].images[cams[0]]
     assert np.abs(first.astype(int) - last.astype(int)).mean() > 1.0
