@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import yaml
 
-from comsim_bench_lab.config import LabConfig, look_at_rotation
+from comsim_bench_lab.config import LabConfig, LabConfigError, look_at_rotation
 from comsim_bench_lab.realism import RealismProfile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +70,7 @@ def test_look_at_rotation_is_opencv_frame():
 def test_realism_yaml_and_errors():
     prof = RealismProfile.load(REALISM)
     assert prof.shadows and prof.latency_ms > 0 and prof.friction_scale != 1.0
-    with pytest.raises(KeyError, match='physics.bogus'):
+    with pytest.raises(LabConfigError, match='physics.bogus'):
         RealismProfile.from_dict({'physics': {'bogus': 1}}, 'realism.yaml')
     with pytest.raises(ValueError, match='latency_ms'):
         RealismProfile.from_dict({'physics': {'latency_ms': 'slow'}}, 'realism.yaml')

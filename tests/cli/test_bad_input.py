@@ -47,6 +47,12 @@ def _files(d: Path) -> None:
                   'wide: {x: [0, 1], y: [0, 1]}}}}\nimage_scale: half\n')
     w('calib/front.yaml', 'K: [1, 2\n')
     w('lab_syntax.yaml', 'table: [1\n')
+    w('bench_lab_task.yaml', yaml.safe_dump({'bench_lab': {'ros__parameters': {
+        'task': 'juggle'}}}))
+    w('bench_lab_realism.yaml', yaml.safe_dump({'bench_lab': {'ros__parameters': {
+        'realism_profile': 'realism_bad.yaml'}}}))
+    w('realism_bad.yaml', 'physics: {bogus: 1}\n')
+    w('twin_replay.yaml', yaml.safe_dump({'twin': {'ros__parameters': {'mode': 'replay'}}}))
     (d / 'episodes').mkdir()
 
 
@@ -73,6 +79,13 @@ CASES = [
     _node('comsim-neural-sim-translate', 'translate', 'type', 'steps', 'expects an integer'),
     _node('comsim-bench-lab', 'bench_lab', 'unknown'),
     _node('comsim-policy', 'policy', 'section'),
+    ('comsim-bench-lab-task', 'comsim-bench-lab', [ROS, '--params-file', 'bench_lab_task.yaml'],
+     ["parameter 'task'", "'juggle' is not one of", 'stack_blocks']),
+    ('comsim-bench-lab-realism', 'comsim-bench-lab',
+     [ROS, '--params-file', 'bench_lab_realism.yaml'],
+     ['realism_bad.yaml', 'unknown key physics.bogus']),
+    ('comsim-twin-replay-without-bag', 'comsim-twin', [ROS, '--params-file', 'twin_replay.yaml'],
+     ['mode replay needs the parameter bag']),
     ('comsim-recorder-remapped', 'comsim-recorder',
      [ROS, '-r', '__node:=rec2', '--params-file', 'recorder_type.yaml'],
      ['recorder_type.yaml', "no section for node '/rec2'", "'/recorder'"]),

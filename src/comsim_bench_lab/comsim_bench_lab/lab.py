@@ -13,7 +13,7 @@ import mujoco
 import numpy as np
 
 from comsim_bench_lab.cameras import CameraCalibration, calibration_of
-from comsim_bench_lab.config import LabConfig, ObjectConfig
+from comsim_bench_lab.config import LabConfig, LabConfigError, ObjectConfig
 from comsim_bench_lab.postprocess import SensorModel
 from comsim_bench_lab.realism import RealismProfile
 from comsim_bench_lab.scene import ROBOT_PREFIX, Scene, build_scene
@@ -85,13 +85,13 @@ class BenchLab:
 
     def reset(self, task: str, seed: int, region: str = 'id', variant: str | None = None) -> None:
         if task not in self._tasks:
-            raise ValueError(f'unknown task {task!r}; allowed: {sorted(self._tasks)}')
+            raise LabConfigError(f'unknown task {task!r}; allowed: {sorted(self._tasks)}')
         if region not in REGIONS:
-            raise ValueError(f'unknown region {region!r}; allowed: {list(REGIONS)}')
+            raise LabConfigError(f'unknown region {region!r}; allowed: {list(REGIONS)}')
         task_obj = self._tasks[task]
         variant = 'default' if variant is None else variant
         if variant not in task_obj.variants:
-            raise ValueError(f'unknown variant {variant!r} for task {task!r}; '
+            raise LabConfigError(f'unknown variant {variant!r} for task {task!r}; '
                              f'allowed: {task_obj.variants}')
         self.region, self.variant = region, variant
         self._begin(task, task_obj, task_obj.cfg.objects_for(variant), (task, variant), seed)
@@ -115,7 +115,7 @@ class BenchLab:
         rebuilt whenever the objects differ from the current ones.
         """
         if task not in self._tasks:
-            raise ValueError(f'unknown task {task!r}; allowed: {sorted(self._tasks)}')
+            raise LabConfigError(f'unknown task {task!r}; allowed: {sorted(self._tasks)}')
         task_obj = self._tasks[task]
         missing = [n for n in task_obj.cfg.objects if n not in objects]
         unplaced = [n for n in objects if n not in poses]

@@ -29,10 +29,10 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from comsim_bench_lab.config import LabConfig
-from comsim_bench_lab.lab import BenchLab
+from comsim_bench_lab.lab import REGIONS, BenchLab
 from comsim_bench_lab.realism import RealismProfile
 from comsim_teleop.control.trajectory import TrajectoryError, TrajectoryFollower
-from comsim_teleop.nodes.params import declare_parameters
+from comsim_teleop.nodes.params import ParameterConfigError, declare_parameters
 from comsim_teleop.nodes.ros_io import (
     COMMAND_QOS,
     IMAGE_QOS,
@@ -78,11 +78,16 @@ class BenchLabNode(Node):
     def __init__(self):
         super().__init__('bench_lab')
         self.p = declare_parameters(self, DEFAULTS)
-        if self.p.camera_info not in ('nominal', 'true'):
-            raise ValueError("bench_lab: camera_info must be 'nominal' or 'true'")
         self.realism = (RealismProfile.load(resolve_config_path(self.p.realism_profile))
                         if self.p.realism_profile else None)
         self.config = LabConfig.load(resolve_config_path(self.p.lab_config))
+        task = self.config.tasks.get(self.p.task)
+        for name, allowed in (('camera_info', ['nominal', 'true']), ('region', list(REGIONS)),
+                              ('task', sorted(self.config.tasks)),
+                              ('variant', [''] + sorted(task.variants if task else {}))):
+            if getattr(self.p, name) not in allowed:
+                raise ParameterConfigError(f'node {self.get_name()!r}: parameter {name!r}: '
+                                           f'{getattr(self.p, name)!r} is not one of {allowed}')
         self.lock = threading.Lock()  # guards the follower and the latest joint positions
         self.requests: queue.Queue = queue.Queue()
         self.seed = int(self.p.seed)

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import yaml
 
-from comsim_bench_lab.config import _Reader
+from comsim_bench_lab.config import LabConfigError, _Reader
+from comsim_teleop.errors import load_yaml
 
 
 @dataclass
@@ -42,9 +42,7 @@ class RealismProfile:
     @classmethod
     def load(cls, path: str | Path) -> 'RealismProfile':
         path = str(path)
-        with open(path, encoding='utf-8') as fh:
-            data = yaml.safe_load(fh)
-        return cls.from_dict(data, path)
+        return cls.from_dict(load_yaml(path, 'realism profile'), path)
 
     @classmethod
     def from_dict(cls, data: dict, source: str = '<dict>') -> 'RealismProfile':
@@ -53,14 +51,14 @@ class RealismProfile:
         groups = {}
         for key in top.data:
             if key not in ('render', 'postprocess', 'physics'):
-                raise KeyError(f'{source}: unknown section {key!r}; '
+                raise LabConfigError(f'{source}: unknown section {key!r}; '
                                'allowed: render, postprocess, physics')
             groups[key] = top.sub(key)
         values: dict = {}
         for section in groups.values():
             for key in section.data:
                 if key not in known:
-                    raise KeyError(f'{source}: unknown key {section.where}.{key}; '
+                    raise LabConfigError(f'{source}: unknown key {section.where}.{key}; '
                                    f'allowed: {sorted(known)}')
                 values[key] = section
         prof = cls(source=source)
@@ -76,10 +74,11 @@ class RealismProfile:
             elif isinstance(default, list):
                 val = section.get(key)
                 if not isinstance(val, list):
-                    raise ValueError(f'{source}: {section.where}.{key} must be a list')
+                    raise LabConfigError(f'{source}: {section.where}.{key} must be a list')
                 setattr(prof, key, val)
             else:
                 setattr(prof, key, str(section.get(key)))
         if prof.table_texture not in ('checker', 'gradient', 'flat'):
-            raise ValueError(f'{source}: render.table_texture must be checker, gradient or flat')
+            raise LabConfigError(
+                f'{source}: render.table_texture must be checker, gradient or flat')
         return prof

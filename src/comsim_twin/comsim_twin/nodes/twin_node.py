@@ -14,7 +14,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image, JointState
 
 from comsim_teleop.episodes import Episode
-from comsim_teleop.nodes.params import declare_parameters
+from comsim_teleop.nodes.params import ParameterConfigError, declare_parameters
 from comsim_teleop.nodes.ros_io import IMAGE_QOS, SENSOR_QOS, camera_info_msg, image_msg
 from comsim_teleop.nodes.run import run_node
 from comsim_teleop.paths import resolve_config_path
@@ -42,13 +42,16 @@ class TwinNode(Node):
         super().__init__('twin')
         self.p = declare_parameters(self, DEFAULTS)
         if self.p.mode not in NODE_MODES:
-            raise ValueError(f'twin: mode {self.p.mode!r} unknown; choose one of {NODE_MODES}')
+            raise ParameterConfigError(
+                f'twin: mode {self.p.mode!r} unknown; choose one of {NODE_MODES}')
         if self.p.replay_mode not in MODES:
-            raise ValueError(f'twin: replay_mode {self.p.replay_mode!r} unknown; one of {MODES}')
+            raise ParameterConfigError(
+                f'twin: replay_mode {self.p.replay_mode!r} unknown; one of {MODES}')
         if self.p.mode == 'replay' and not self.p.bag:
-            raise ValueError('twin: mode replay needs the parameter bag (an episode directory)')
+            raise ParameterConfigError(
+                'twin: mode replay needs the parameter bag (an episode directory)')
         if self.p.rate_hz <= 0:
-            raise ValueError(f'twin: rate_hz must be > 0, got {self.p.rate_hz}')
+            raise ParameterConfigError(f'twin: rate_hz must be > 0, got {self.p.rate_hz}')
         self.scene = TwinScene.load(resolve_config_path(self.p.scene))
         self.backend = make_backend(self.p.backend)
         self.episode: Episode | None = None
