@@ -217,3 +217,44 @@ def test_missing_joint_states_is_a_user_error_naming_episode_topic_and_topics(
     message = user_message(err.value)
     assert message == (f"{tmp_path / 'ep'}: topic '/joint_states' not in episode; "
                        "topics found: ['/cam']")
+
+
+def _merge_reference(segments):
+    """merge_trajectories as first written: every trajectory cuts every earlier one."""
+    times, vals = [], []
+    for base, pt, pos in segments:
+        pt, pos = np.asarray(pt, dtype=np.int64), np.asarray(pos, dtype=np.float64)
+        cut = [t < base for t in times]
+        times = [t[c] for t, c in zip(times, cut)]
+        vals = [v[c] for v, c in zip(vals, cut)]
+        if pt.size == 0:
+            continue
+        ahead = np.flatnonzero(pt > base)
+        if ahead.size == 0:
+            starts, goals = np.array([base], dtype=np.int64), pos[-1:]
+        else:
+            starts = np.concatenate([[base], pt[ahead[0]:-1]]).astype(np.int64)
+            goals = pos[ahead[0]:]
+        times.append(starts)
+        vals.append(goals)
+    t_all = np.concatenate(times)
+    order = np.argsort(t_all, kind='stable')
+    return t_all[order], np.concatenate(vals)[order]
+
+
+@pytest.mark.parametrize('seed', range(40))
+def test_merge_trajectories_equals_the_cut_everything_reference(seed) -> None:
+    """Look-ahead streams (in order, overlapping, some late or empty) merge as the reference."""
+    rng = np.random.default_rng(seed)
+    segments, base = [], 0
+    for _ in range(int(rng.integers(1, 120))):
+        base += int(rng.integers(-30, 60)) if seed % 2 else int(rng.integers(0, 60))
+        n = int(rng.integers(0, 8))
+        pt = base + np.sort(rng.integers(-20, 400, n))
+        segments.append((base, pt, rng.normal(size=(n, 2))))
+    if not any(len(s[1]) for s in segments):
+        segments.append((base, np.array([base + 5]), np.zeros((1, 2))))
+    t, v = merge_trajectories(segments)
+    t_ref, v_ref = _merge_reference(segments)
+    np.testing.assert_array_equal(t, t_ref)
+    np.testing.assert_array_equal(v, v_ref)

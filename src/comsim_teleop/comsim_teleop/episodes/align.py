@@ -56,12 +56,20 @@ def merge_trajectories(segments: Sequence[tuple[int, np.ndarray, np.ndarray]]
     """
     times: list[np.ndarray] = []
     vals: list[np.ndarray] = []
+    # Latest time in any kept segment but the last. Once a trajectory has cut the others at its
+    # start, only the newest can reach past a later start: in-order streams cut one segment per
+    # message (linear, a 50 Hz look-ahead teleop sends thousands), out-of-order ones cut all.
+    settled_end = np.iinfo(np.int64).min
     for base, pt, pos in segments:
         pt = np.asarray(pt, dtype=np.int64)
         pos = np.asarray(pos, dtype=np.float64)
-        cut = [t < base for t in times]
-        times = [t[c] for t, c in zip(times, cut, strict=True)]
-        vals = [v[c] for v, c in zip(vals, cut, strict=True)]
+        reach_back = settled_end >= base
+        for i in range(0 if reach_back else max(len(times) - 1, 0), len(times)):
+            keep = times[i] < base
+            times[i], vals[i] = times[i][keep], vals[i][keep]
+        if reach_back:
+            settled_end = max((int(t[-1]) for t in times[:-1] if t.size),
+                              default=np.iinfo(np.int64).min)
         if pt.size == 0:
             continue
         ahead = np.flatnonzero(pt > base)  # points already due at the start are skipped
@@ -70,6 +78,8 @@ def merge_trajectories(segments: Sequence[tuple[int, np.ndarray, np.ndarray]]
         else:
             starts = np.concatenate([[base], pt[ahead[0]:-1]]).astype(np.int64)
             goals = pos[ahead[0]:]
+        if times and times[-1].size:
+            settled_end = max(settled_end, int(times[-1].max()))
         times.append(starts)
         vals.append(goals)
     if not times:
