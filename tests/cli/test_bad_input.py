@@ -52,6 +52,9 @@ def _files(d: Path) -> None:
     w('bench_lab_realism.yaml', yaml.safe_dump({'bench_lab': {'ros__parameters': {
         'realism_profile': 'realism_bad.yaml'}}}))
     w('realism_bad.yaml', 'physics: {bogus: 1}\n')
+    w('episode_runner_syntax.yaml', 'episode_runner:\n  ros__parameters:\n    seed: [1\n')
+    w('teleop_source.yaml', yaml.safe_dump({'teleop': {'ros__parameters': {
+        'source': 'telepathy'}}}))
     w('twin_replay.yaml', yaml.safe_dump({'twin': {'ros__parameters': {'mode': 'replay'}}}))
     (d / 'episodes').mkdir()
 
@@ -84,6 +87,11 @@ CASES = [
     ('comsim-bench-lab-realism', 'comsim-bench-lab',
      [ROS, '--params-file', 'bench_lab_realism.yaml'],
      ['realism_bad.yaml', 'unknown key physics.bogus']),
+    ('comsim-episode-runner-syntax', 'comsim-episode-runner',
+     [ROS, '--params-file', 'episode_runner_syntax.yaml'],
+     ['episode_runner_syntax.yaml:4:', 'YAML syntax error']),
+    ('comsim-teleop-source', 'comsim-teleop', [ROS, '--params-file', 'teleop_source.yaml'],
+     ["source 'telepathy' unknown", 'scripted']),
     ('comsim-twin-replay-without-bag', 'comsim-twin', [ROS, '--params-file', 'twin_replay.yaml'],
      ['mode replay needs the parameter bag']),
     ('comsim-recorder-remapped', 'comsim-recorder',

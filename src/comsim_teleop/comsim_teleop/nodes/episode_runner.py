@@ -7,6 +7,7 @@ runner drives a real lab whose reset is a person pressing a button, given such a
 from __future__ import annotations
 
 import json
+import sys
 import time
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ from std_srvs.srv import Trigger
 
 from comsim_teleop.nodes.params import declare_parameters
 from comsim_teleop.nodes.ros_io import LATCHED_QOS
+from comsim_teleop.nodes.run import run_node
 
 DEFAULTS = {
     'tasks': ['stack_blocks', 'move_card', 'shake_bottle'],
@@ -139,20 +141,16 @@ class EpisodeRunner(Node):
         return results
 
 
+def _record(node: EpisodeRunner) -> int:
+    results = node.run_all(lambda s: node.get_logger().info(s))
+    ok = sum(r.success for r in results)
+    node.get_logger().info(f'{ok}/{len(results)} successful episodes')
+    return 0
+
+
 def main(args=None):
-    rclpy.init(args=args)
-    node = EpisodeRunner()
-    try:
-        results = node.run_all(lambda s: node.get_logger().info(s))
-        ok = sum(r.success for r in results)
-        node.get_logger().info(f'{ok}/{len(results)} successful episodes')
-    except KeyboardInterrupt:
-        pass
-    finally:
-        node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    return run_node(EpisodeRunner, args, work=_record)
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())

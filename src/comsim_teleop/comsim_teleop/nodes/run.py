@@ -38,8 +38,10 @@ def _init(args) -> None:
         raise UserError(f'bad --ros-args: {text}') from exc
 
 
-def run_node(make_node: Callable[[], Node], args=None, threads: int = 1) -> int:
-    """Create the node, spin it until shutdown; returns the process exit code."""
+def run_node(make_node: Callable[[], Node], args=None, threads: int = 1,
+             work: Callable[[Node], int | None] | None = None) -> int:
+    """Create the node, spin it until shutdown (or run `work(node)`, for a node that does a job
+    and ends, such as the episode runner); returns the process exit code."""
     argv = sys.argv if args is None else args
     prog = os.path.basename(argv[0]) if argv else 'node'
     node = None
@@ -48,10 +50,13 @@ def run_node(make_node: Callable[[], Node], args=None, threads: int = 1) -> int:
         with params_files_of(argv):
             _init(args)
             node = make_node()
-        executor = (MultiThreadedExecutor(num_threads=threads) if threads > 1
-                    else SingleThreadedExecutor())
-        executor.add_node(node)
-        executor.spin()
+        if work is not None:
+            code = int(work(node) or 0)
+        else:
+            executor = (MultiThreadedExecutor(num_threads=threads) if threads > 1
+                        else SingleThreadedExecutor())
+            executor.add_node(node)
+            executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception as exc:

@@ -28,7 +28,7 @@ from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from comsim_teleop.control.limits import CommandShaper
-from comsim_teleop.nodes.params import declare_parameters
+from comsim_teleop.nodes.params import ParameterConfigError, declare_parameters
 from comsim_teleop.nodes.ros_io import (
     COMMAND_QOS,
     LATCHED_QOS,
@@ -72,9 +72,10 @@ class TeleopNode(Node):
         super().__init__('teleop')
         self.p = declare_parameters(self, DEFAULTS)
         if self.p.source not in SOURCES:
-            raise ValueError(f'teleop: source {self.p.source!r} unknown; choose one of {SOURCES}')
+            raise ParameterConfigError(
+                f'teleop: source {self.p.source!r} unknown; choose one of {SOURCES}')
         if self.p.output not in ('trajectory', 'forward'):
-            raise ValueError("teleop: output must be 'trajectory' or 'forward'")
+            raise ParameterConfigError("teleop: output must be 'trajectory' or 'forward'")
         self.robot = RobotModel.load(self.p.robot_model or None)
         self.shaper = CommandShaper(self.robot.lower, self.robot.upper, self.robot.max_velocity,
                                     self.p.velocity_scale)

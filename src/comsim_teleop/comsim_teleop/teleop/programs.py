@@ -14,12 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from comsim_teleop.errors import UserError
 from comsim_teleop.robot.model import RobotModel
 from comsim_teleop.teleop.primitives import PRIMITIVES, Planner, PrimitiveError
 from comsim_teleop.teleop.waypoint_trajectory import Keyframe
 
 
-class ProgramError(ValueError):
+class ProgramError(UserError, ValueError):
     """A task program that is not valid data (unknown primitive, bad arguments, not JSON)."""
 
 
