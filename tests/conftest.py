@@ -133,3 +133,18 @@ def start_node(tmp_path):
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """A 3 MB tmpfs: a disk that fills up (skips where mounting is not allowed)."""
+    mnt = tmp_path / 'mnt'
+    mnt.mkdir()
+    res = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=3m', 'tmpfs', str(mnt)],
+                         capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        pytest.skip(f'cannot mount a tmpfs here: {res.stderr.strip() or res.returncode}')
+    try:
+        yield mnt
+    finally:
+        subprocess.run(['umount', str(mnt)], check=False)

@@ -1,6 +1,5 @@
 """The recorder node over DDS: episodes by service, Ctrl-C closes the current one cleanly."""
 import json
-import subprocess
 import time
 from pathlib import Path
 
@@ -95,20 +94,6 @@ def test_episodes_by_service_and_sigint_closes_cleanly(ros_node, start_node, tmp
     assert side['status'] == 'interrupted'
     with Episode.open(second) as ep:
         assert ep.streams['/joint_states'].count > 10
-
-
-@pytest.fixture
-def small_tmpfs(tmp_path):
-    mnt = tmp_path / 'mnt'
-    mnt.mkdir()
-    res = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=3m', 'tmpfs', str(mnt)],
-                         capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        pytest.skip(f'cannot mount a tmpfs here: {res.stderr.strip() or res.returncode}')
-    try:
-        yield mnt
-    finally:
-        subprocess.run(['umount', str(mnt)], check=False)
 
 
 def test_status_and_diagnostics_report_a_full_disk_without_any_service_call(

@@ -23,20 +23,6 @@ TOPICS = [TopicSpec('/cam', 'sensor_msgs/msg/Image', 30.0),
           TopicSpec('/joint_states', 'sensor_msgs/msg/JointState', 100.0)]
 
 
-@pytest.fixture
-def small_tmpfs(tmp_path: Path):  # noqa: ANN201
-    mnt = tmp_path / 'mnt'
-    mnt.mkdir()
-    res = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=3m', 'tmpfs', str(mnt)],
-                         capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        pytest.skip(f'cannot mount a tmpfs here: {res.stderr.strip() or res.returncode}')
-    try:
-        yield mnt
-    finally:
-        subprocess.run(['umount', str(mnt)], check=False)
-
-
 def _feed_images(rec: EpisodeRecorder, n: int) -> None:
     import time  # noqa: PLC0415
 
