@@ -208,3 +208,29 @@ def test_recover_backs_up_metadata_yaml_before_replacing_it(tmp_path: Path) -> N
     assert {p.name for p in report.backups} == {'ep.mcap.orig', 'metadata.yaml.orig'}
     with AnyReader([ep], default_typestore=TS) as r:
         assert r.message_count == report.total > 0
+
+
+def test_recover_resumes_after_a_zeroed_chunk_header(tmp_path: Path) -> None:
+    """Record headers carry no CRC: 4 KB of zeros over a chunk's start must lose that chunk
+    only, not everything after it (reading resumes at the next chunk whose CRC checks out)."""
+    ep = tmp_path / 'ep'
+    pixels = write_bag(ep, seconds=2.0, chunk_bytes=300_000)
+    mcap_file = ep / 'ep.mcap'
+    with mcap_file.open('rb') as fh:
+        chunks = make_reader(fh).get_summary().chunk_indexes
+    assert len(chunks) > 4
+    hit = chunks[1]
+    total = {t: sum(1 for r in message_records(mcap_file) if r[0] == t) for t in ('/cam',
+                                                                                 '/joint_states')}
+    lost = {t: sum(1 for r in message_records(mcap_file) if r[0] == t
+                   and hit.chunk_start_offset <= r[1] < hit.chunk_start_offset + hit.chunk_length)
+            for t in total}
+    data = bytearray(mcap_file.read_bytes())
+    data[hit.chunk_start_offset:hit.chunk_start_offset + 4096] = bytes(4096)
+    mcap_file.write_bytes(bytes(data))
+    report = recover_episode(ep, force=True)
+    assert any('damaged bytes' in d for d in report.damaged), report.damaged
+    assert report.messages == {t: total[t] - lost[t] for t in total}
+    with Episode.open(ep) as episode:
+        for t, img in episode.images('/cam'):
+            np.testing.assert_array_equal(img, pixels[t])

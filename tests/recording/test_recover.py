@@ -71,9 +71,16 @@ def test_sigkill_then_recover(tmp_path: Path, storage: str) -> None:
     assert not (ep_dir / 'metadata.yaml').exists()
     with pytest.raises(CorruptEpisodeError, match='comsim-recover'):
         Episode.open(ep_dir)
+    before = {p.name: p.read_bytes() for p in ep_dir.iterdir()
+              if p.name != 'episode.yaml' and not p.name.startswith('.')}
     report = recover_episode(ep_dir)
     assert report.status == 'recovered' and report.total >= flushed
     assert report.original is not None and report.original.exists()
+    # every original file is kept byte for byte (reading a sqlite3 bag with a hot journal
+    # must not roll it back in place)
+    assert sorted(b.name for b in report.backups) == sorted(f'{n}.orig' for n in before)
+    for name, data in before.items():
+        assert (ep_dir / f'{name}.orig').read_bytes() == data, name
     with AnyReader([ep_dir], default_typestore=TS) as r:
         assert r.message_count == report.total
     with Episode.open(ep_dir) as ep:
@@ -118,3 +125,70 @@ def test_cli_recovers_all_unreadable(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert recover_main(['--all', str(tmp_path)]) == 0
     assert 'nothing to recover' in capsys.readouterr().out
     assert recover_main([str(tmp_path / 'missing')]) == 2
+
+
+def test_sqlite3_with_a_hot_journal_is_backed_up_untouched(tmp_path: Path) -> None:
+    """A writer killed inside a transaction leaves a hot journal; opening the database rolls it
+    back in place, so recovery reads a copy and the originals are kept byte for byte."""
+    from comsim_teleop.recording import EpisodeBagWriter, TopicSpec  # noqa: PLC0415
+    from conftest import joint_state_raw  # noqa: PLC0415
+
+    ep = tmp_path / 'ep'
+    w = EpisodeBagWriter(ep, [TopicSpec('/joint_states', 'sensor_msgs/msg/JointState', 100.0)],
+                         storage='sqlite3')
+    w.open()
+    for i in range(50):
+        w.write('/joint_states', joint_state_raw(10**9 + i, [i / 100] * 7), 10**9 + i)
+    w.close()
+    db3 = next(ep.glob('*.db3'))
+    code = textwrap.dedent(f'''
+        import sqlite3, time
+        conn = sqlite3.connect({str(db3)!r}, isolation_level=None)
+        conn.execute('PRAGMA journal_mode=DELETE')
+        conn.execute('BEGIN')
+        conn.execute("UPDATE messages SET data = zeroblob(length(data))")
+        conn.execute('PRAGMA cache_spill=1')
+        conn.execute("INSERT INTO messages (topic_id, timestamp, data) "
+                     "SELECT topic_id, timestamp + 1, randomblob(200000) FROM messages")
+        print('IN TRANSACTION', flush=True)
+        time.sleep(60)
+    ''')
+    proc = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith('IN TRANSACTION')
+        proc.kill()
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    journal = db3.with_name(db3.name + '-journal')
+    assert journal.exists()
+    before = {p.name: p.read_bytes() for p in (db3, journal, ep / 'metadata.yaml')}
+    report = recover_episode(ep)
+    assert report.status == 'recovered' and report.messages == {'/joint_states': 50}
+    for name, data in before.items():
+        assert (ep / f'{name}.orig').read_bytes() == data, name
+    with Episode.open(ep) as episode:
+        assert episode.joint_states().position[49, 0] == pytest.approx(0.49)
+
+
+def test_a_failed_install_puts_the_originals_back(tmp_path: Path, monkeypatch) -> None:
+    """Recovery fails after moving the originals aside (here: the rebuilt file cannot be moved
+    in): the episode keeps its own files, never none."""
+    _record_and_kill(tmp_path, 'mcap')
+    ep_dir = next(tmp_path.iterdir())
+    before = {p.name: p.read_bytes() for p in ep_dir.iterdir() if not p.name.startswith('.')}
+    real_rename = Path.rename
+
+    def rename(self, target):
+        if '.recovering' in str(self) and Path(target).parent == ep_dir:
+            raise OSError(28, 'No space left on device', str(target))
+        return real_rename(self, target)
+
+    monkeypatch.setattr(Path, 'rename', rename)
+    with pytest.raises(OSError):
+        recover_episode(ep_dir)
+    monkeypatch.undo()
+    after = {p.name: p.read_bytes() for p in ep_dir.iterdir() if not p.name.startswith('.')}
+    assert after == before
+    assert recover_episode(ep_dir).status == 'recovered'

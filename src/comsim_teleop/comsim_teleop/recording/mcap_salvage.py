@@ -29,6 +29,7 @@ MCAP_MAGIC = b'\x89MCAP0\r\n'
 _HEAD = struct.Struct('<BQ')
 _CHUNK_FIXED = struct.Struct('<QQQI')  # start, end, uncompressed size, uncompressed crc
 _PARSED = (Opcode.SCHEMA, Opcode.CHANNEL, Opcode.MESSAGE)
+_OPCODES = frozenset(int(o) for o in Opcode)
 
 
 def _parse(opcode: int, body: bytes) -> Schema | Channel | Message:
@@ -52,6 +53,39 @@ def is_mcap(head: bytes) -> bool:
     return bytes(head[:len(MCAP_MAGIC)]) == MCAP_MAGIC
 
 
+def _valid_chunk_at(buf: memoryview, pos: int, end: int) -> bool:
+    """Whether a whole, uncompressed chunk with a non-zero, matching CRC starts at ``pos``."""
+    if end - pos < _HEAD.size + _CHUNK_FIXED.size + 12:
+        return False
+    opcode, length = _HEAD.unpack_from(buf, pos)
+    body = pos + _HEAD.size
+    if opcode != Opcode.CHUNK or body + length > end:
+        return False
+    _, _, size, crc = _CHUNK_FIXED.unpack_from(buf, body)
+    (clen,) = struct.unpack_from('<I', buf, body + _CHUNK_FIXED.size)
+    data = body + _CHUNK_FIXED.size + 4 + clen + 8
+    if clen or not crc or data > body + length:
+        return False
+    (data_len,) = struct.unpack_from('<Q', buf, data - 8)
+    return (data_len == size and data + data_len == body + length
+            and zlib.crc32(buf[data:data + data_len]) == crc)
+
+
+def _next_valid_chunk(buf: memoryview, start: int, end: int, block: int = 1 << 24) -> int | None:
+    """Offset of the next verifiable chunk at or after ``start`` (record headers carry no CRC:
+    after damaged bytes, reading resumes only where a chunk proves itself by its own CRC)."""
+    pos = start
+    while pos < end:
+        window = bytes(buf[pos:min(pos + block, end)])
+        i = window.find(bytes([Opcode.CHUNK]))
+        while i >= 0:
+            if _valid_chunk_at(buf, pos + i, end):
+                return pos + i
+            i = window.find(bytes([Opcode.CHUNK]), i + 1)
+        pos += block
+    return None
+
+
 def _records(buf: memoryview, start: int, end: int, log: SalvageLog, where: str,
              in_partial: bool = False) -> Iterator[Schema | Channel | Message]:
     """Schema/Channel/Message records in ``buf[start:end]``, descending into chunks."""
@@ -62,6 +96,19 @@ def _records(buf: memoryview, start: int, end: int, log: SalvageLog, where: str,
             return
         opcode, length = _HEAD.unpack_from(buf, pos)
         body = pos + _HEAD.size
+        if where == 'data section' and (opcode not in _OPCODES or body + length > end):
+            # A damaged header (zeroed bytes, a wild length) or the unfinished last record:
+            # resume at the next chunk that checks out, if there is one after it.
+            resume = _next_valid_chunk(buf, pos + 1, end)
+            if resume is not None:
+                log.bad_chunks.append(f'damaged bytes at offsets {pos}-{resume - 1} '
+                                      f'(no valid record header); skipped')
+                pos = resume
+                continue
+            if opcode not in _OPCODES:
+                log.truncated = (f'{where}: no valid record at offset {pos} '
+                                 f'(opcode 0x{opcode:02x}) nor any valid chunk after it')
+                return
         if opcode == Opcode.DATA_END and where == 'data section' and body + 4 <= end:
             (stored,) = struct.unpack_from('<I', buf, body)
             if stored and zlib.crc32(buf[:pos]) != stored:

@@ -81,6 +81,8 @@ def is_readable(episode_dir: Path) -> bool:
 
     if not (episode_dir / 'metadata.yaml').exists():
         return False
+    if any(episode_dir.glob('*.db3-journal')) or any(episode_dir.glob('*.db3-wal')):
+        return False  # not closed cleanly; opening it would roll the journal back in place
     try:
         with AnyReader([episode_dir], default_typestore=get_typestore(Stores.ROS2_KILTED)):
             return True
@@ -224,19 +226,37 @@ def recover_episode(episode_dir: Path | str, *, force: bool = False) -> Recovery
             _rebuild_mcap(src, bag, report, sidecar)
         else:
             _rebuild_sqlite(src, bag, report, sidecar)
-        report.original = _back_up(src, report)
-        for extra in (src.with_name(src.name + '-journal'), src.with_name(src.name + '-wal'),
-                      episode_dir / 'metadata.yaml'):
-            if extra.exists():
-                _back_up(extra, report)
-        new_file = next(bag.glob('*.mcap' if storage == 'mcap' else '*.db3'))
-        new_file.rename(episode_dir / new_file.name)
-        (bag / 'metadata.yaml').rename(episode_dir / 'metadata.yaml')
+        _install(bag, src, episode_dir, storage, report)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     report.status = 'recovered'
     _mark_recovered(episode_dir, sidecar, report)
     return report
+
+
+def _install(bag: Path, src: Path, episode_dir: Path, storage: str,
+             report: RecoveryReport) -> None:
+    """Move the originals aside (``*.orig``) and the rebuilt bag in; on any failure put the
+    originals back, so the episode is never left without its storage file."""
+    moved: list[tuple[Path, Path]] = []   # (original, its backup)
+    placed: list[Path] = []
+    try:
+        for original in (src, src.with_name(src.name + '-journal'),
+                         src.with_name(src.name + '-wal'), episode_dir / 'metadata.yaml'):
+            if original.exists():
+                moved.append((original, _back_up(original, report)))
+        report.original = moved[0][1]
+        new_file = next(bag.glob('*.mcap' if storage == 'mcap' else '*.db3'))
+        placed.append(new_file.rename(episode_dir / new_file.name))
+        placed.append((bag / 'metadata.yaml').rename(episode_dir / 'metadata.yaml'))
+    except BaseException:
+        for path in placed:
+            path.unlink(missing_ok=True)
+        for original, backup in reversed(moved):
+            backup.rename(original)
+        report.backups.clear()
+        report.original = None
+        raise
 
 
 def _mark_recovered(episode_dir: Path, sidecar: dict[str, Any] | None,
@@ -279,6 +299,14 @@ def _rebuild_mcap(src: Path, bag: Path, report: RecoveryReport,
 
 def _rebuild_sqlite(src: Path, bag: Path, report: RecoveryReport,
                     sidecar: dict[str, Any] | None) -> None:
+    # Opening a database with a hot journal rolls it back in place: read a copy, so the
+    # original (and its journal) stay as they were until they are backed up.
+    copy_dir = bag.parent / 'original'
+    copy_dir.mkdir()
+    for part in (src, src.with_name(src.name + '-journal'), src.with_name(src.name + '-wal')):
+        if part.exists():
+            shutil.copy2(part, copy_dir / part.name)
+    src = copy_dir / src.name
     writer = Writer(bag, version=9, storage_plugin=StoragePlugin.SQLITE3)
     writer.open()
     try:
