@@ -4,8 +4,9 @@ Layout (readable by ``ros2 bag info``, Foxglove, ``rosbags``): the episode direc
 directory: ``<episode>/<episode>.mcap`` (or ``.db3``) plus ``metadata.yaml`` (written at close) and
 our ``episode.yaml`` sidecar, which rosbag2 ignores.
 
-MCAP goes through ``McapBagStore`` (the ``mcap`` package's writer: chunk and data CRCs, which
-rosbags' writer leaves at 0); sqlite3 through rosbags' writer (sqlite has its own page checks).
+MCAP goes through ``McapBagStore`` (``mcap_store.ChunkFile``: chunk, data and summary CRCs,
+which rosbags' writer leaves at 0); sqlite3 through rosbags' writer (sqlite has its own page
+checks).
 
 Crash exposure, bounded by ``FlushPolicy``: after a write, if the pending data exceeds
 ``chunk_bytes`` or is older than ``max_age_s``, the MCAP chunk is closed and the file buffer
@@ -89,7 +90,8 @@ def _rebind_sqlite_connection(store: object) -> None:
     if conn is None or path is None:
         return
     conn.close()
-    store.conn = sqlite3.connect(f'file:{path}', uri=True, check_same_thread=False)  # type: ignore[attr-defined]
+    store.conn = sqlite3.connect(  # type: ignore[attr-defined]
+        f'file:{path}', uri=True, check_same_thread=False)
     store.cursor = store.conn.cursor()  # type: ignore[attr-defined]
 
 
@@ -121,7 +123,6 @@ class EpisodeBagWriter:
         self._sqlite: Writer | None = None
         self._qos: dict[str, list[dict[str, Any]]] = {}
         self._connections: dict[str, Connection] = {}
-        self.chunk_control = True
         self.bytes_written = 0
         self.messages_written = 0
         self._pending_bytes = 0

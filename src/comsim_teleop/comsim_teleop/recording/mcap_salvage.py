@@ -25,7 +25,8 @@ from mcap.data_stream import ReadDataStream
 from mcap.opcode import Opcode
 from mcap.records import Channel, Message, Schema
 
-MCAP_MAGIC = b'\x89MCAP0\r\n'
+from .mcap_store import MCAP_MAGIC
+
 _HEAD = struct.Struct('<BQ')
 _CHUNK_FIXED = struct.Struct('<QQQI')  # start, end, uncompressed size, uncompressed crc
 _PARSED = (Opcode.SCHEMA, Opcode.CHANNEL, Opcode.MESSAGE)

@@ -8,9 +8,9 @@ compress, and recording must keep up with the cameras).
 
 Why not the ``mcap`` package's ``Writer`` (which computes both CRCs too): it copies every
 message several times (chunk builder, chunk record, record builder), which measured at about
-half the write rate for camera images. ``ChunkFile`` keeps a chunk as a list of the messages' own bytes and writes them as they
-are; the small records (schemas, channels, indexes, summary) use ``mcap.records``' writers, so the
-format stays the package's.
+half the write rate for camera images. ``ChunkFile`` keeps a chunk as a list of the messages'
+own bytes and writes them as they are; the small records (schemas, channels, indexes, summary)
+use ``mcap.records``' writers, so the format stays the package's.
 
 rosbag2 conventions kept: profile ``ros2``, schemas ``ros2msg``, channels ``cdr`` with
 ``offered_qos_profiles`` (YAML text of a list of QoS dicts) and ``topic_type_hash`` in their
