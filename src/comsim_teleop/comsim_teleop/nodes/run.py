@@ -45,11 +45,13 @@ def run_node(make_node: Callable[[], Node], args=None, threads: int = 1,
     argv = sys.argv if args is None else args
     prog = os.path.basename(argv[0]) if argv else 'node'
     node = None
+    started = False
     code = 0
     try:
         with params_files_of(argv):
             _init(args)
             node = make_node()
+        started = True
         if work is not None:
             code = int(work(node) or 0)
         else:
@@ -60,7 +62,8 @@ def run_node(make_node: Callable[[], Node], args=None, threads: int = 1,
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception as exc:
-        message = user_message(exc)
+        # Once running, only a UserError is the user's: a missing file in a callback is a bug.
+        message = user_message(exc) if not started or isinstance(exc, UserError) else None
         if message is None or debug_requested(argv):
             raise
         print(f'{prog}: error: {message}', file=sys.stderr, flush=True)

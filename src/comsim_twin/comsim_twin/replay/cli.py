@@ -16,6 +16,7 @@ import errno
 import shutil
 import sys
 import time
+import traceback
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -71,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
                 message = user_message(exc)
                 if debug_requested() or _disk_full(exc):
                     raise
+                if message is None:  # a bug, not the episode's fault: keep its traceback
+                    traceback.print_exc()
                 failed.append(bag)
                 _mark_failed(out, bag, message or f'{type(exc).__name__}: {exc}')
                 print(f'{tag}: FAILED: {message or f"{type(exc).__name__}: {exc}"} '
