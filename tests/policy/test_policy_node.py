@@ -52,7 +52,8 @@ class ReplayRunner:
         time.sleep(self.fake.get('latency_s', 0.02))
         assert state.shape == (self.config.n_obs_steps, len(self.config.joint_names))
         for topic in self.config.camera_topics:
-            assert images[topic].shape == (self.config.n_obs_steps, *SIZE, 3)
+            assert images[topic].shape == (self.config.n_obs_steps,
+                                           *self.config.camera_sizes[topic], 3)
         rows = np.tile(np.asarray(self.fake['target'], float), (self.config.horizon, 1))
         if self.fake.get('nan'):
             rows[3, 0] = np.nan

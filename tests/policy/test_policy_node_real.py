@@ -216,6 +216,7 @@ def test_real_policy_survives_every_safety_path(ros_node, spin_until, tmp_path, 
     values = diag_values(arm.diag[-1])
     assert int(values['clamped_actions']) > 0  # the limits did their work, and it shows
     assert values['withheld_commands'] == '0'  # holds are finite by design, not by the filter
+    assert float(values['warm_up_ms']) > 0  # the real runner predicted once before any data
     assert_alive(proc)
 
 

@@ -110,6 +110,7 @@ class PolicyNode(Node):
         self.joint_names = list(cfg.joint_names)
         self.cameras = list(cfg.camera_topics)
         self.period = 1.0 / float(cfg.control_hz)
+        self.warm_up_ms = self._warm_up()
         robot = RobotModel.load(self.p.robot_model or None)
         lower, upper, vmax = self._limits(robot)
         self.safety = SafetyMonitor(CommandShaper(lower, upper, vmax, self.p.velocity_scale),
@@ -162,6 +163,24 @@ class PolicyNode(Node):
             f'policy: {self.p.checkpoint} on {len(self.joint_names)} joints, cameras '
             f'{self.cameras}, {cfg.control_hz:g} Hz, output={self.p.output} -> {out_topic}'
             f'{" (DRY RUN)" if self.p.dry_run else ""}')
+
+    def _warm_up(self) -> float | None:
+        """One prediction on blank inputs before any data arrives, so the first real chunk
+        does not pay for torch's lazy set-up (several steady inferences) and fall due on arrival.
+        Returns its milliseconds; None when the checkpoint does not state every camera's size."""
+        cfg = self.runner.config
+        if any(c not in cfg.camera_sizes for c in self.cameras):
+            return None
+        n = int(cfg.n_obs_steps)
+        images = {c: np.zeros((n, *cfg.camera_sizes[c], 3), np.uint8) for c in self.cameras}
+        t0 = time.perf_counter()
+        try:
+            self.runner.predict(images, np.zeros((n, len(self.joint_names))))
+        except Exception as exc:  # weights that load but cannot run (shapes, dtypes)
+            raise PolicyStartupError(f'checkpoint {self.p.checkpoint!r} cannot predict on '
+                                     f'its own input shapes: {exc}') from exc
+        self.runner.reset()
+        return (time.perf_counter() - t0) * 1e3
 
     def _limits(self, robot: RobotModel):
         """Robot limits in the policy's joint order (a policy may name a subset)."""
@@ -430,6 +449,7 @@ class PolicyNode(Node):
             'state': status['state'], 'hold_reason': status['reason'],
             'dry_run': str(bool(self.p.dry_run)), 'checkpoint': self.p.checkpoint,
             'inference_latency_ms_median': f'{np.median(infer):.1f}' if infer else 'n/a',
+            'warm_up_ms': 'n/a' if self.warm_up_ms is None else f'{self.warm_up_ms:.1f}',
             'obs_to_command_ms_median': f'{np.median(latency):.1f}' if latency else 'n/a',
             'control_rate_hz': f'{rate:.2f}', 'target_control_rate_hz': f'{1 / self.period:g}',
             'chunks': str(self.chunks), 'dropped_actions': str(self.dropped),
