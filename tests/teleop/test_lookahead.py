@@ -30,6 +30,9 @@ def test_window_is_the_program_ahead_and_ends_with_it(robot):
     tail = expert.window(end - 0.05, robot.home, horizon=0.5, dt=DT)
     assert len(tail) == 4                      # 0, 0.02, 0.04 and the end (clipped)
     np.testing.assert_allclose(tail[-1], expert.command(end, robot.home))
+    last = expert.window(end, robot.home, horizon=0.5, dt=DT)
+    assert len(last) == 2                      # a goal that ends after its stamp, as a JTC needs
+    np.testing.assert_allclose(last, [expert.command(end, robot.home)] * 2)
     assert expert.window(end + DT, robot.home, 0.5, DT) is None
 
 

@@ -58,9 +58,11 @@ class ScriptedExpert:
     def window(self, t: float, q_measured: np.ndarray, horizon: float,
                dt: float) -> np.ndarray | None:
         """Targets at t, t + dt, ... up to t + horizon (n, joints), the last one at or past the
-        end of the demonstration holding its final pose; None once finished."""
+        end of the demonstration holding its final pose, and never fewer than two (a
+        joint_trajectory_controller rejects a goal that ends at its own stamp); None once
+        finished."""
         traj = self._plan(q_measured)
         if t > traj.duration:
             return None
         n = int(np.ceil(min(horizon, traj.duration - t) / dt - 1e-9)) + 1
-        return np.stack([traj.sample(min(t + i * dt, traj.duration)) for i in range(max(n, 1))])
+        return np.stack([traj.sample(min(t + i * dt, traj.duration)) for i in range(max(n, 2))])
