@@ -167,9 +167,10 @@ def _run(cwd: Path, script: str, args: list[str]) -> subprocess.CompletedProcess
         return subprocess.run([*_command(script), *args], cwd=cwd, env=env, capture_output=True,
                               text=True, timeout=PROCESS_TIMEOUT_S)
     except subprocess.TimeoutExpired as exc:
-        return subprocess.CompletedProcess(exc.cmd, 'timeout', exc.stdout or '',
-                                           (exc.stderr or b'').decode(errors='replace')
-                                           if isinstance(exc.stderr, bytes) else exc.stderr)
+        def text(out) -> str:
+            return out.decode(errors='replace') if isinstance(out, bytes) else out or ''
+        return subprocess.CompletedProcess(exc.cmd, 'timeout', text(exc.stdout),
+                                           text(exc.stderr) + f'\n[killed after {exc.timeout} s]')
 
 
 @pytest.fixture(scope='module')
