@@ -130,8 +130,9 @@ def test_cli_recovers_all_unreadable(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_sqlite3_with_a_hot_journal_is_backed_up_untouched(tmp_path: Path) -> None:
     """A writer killed inside a transaction leaves a hot journal; opening the database rolls it
     back in place, so recovery reads a copy and the originals are kept byte for byte."""
-    from comsim_teleop.recording import EpisodeBagWriter, TopicSpec  # noqa: PLC0415
     from conftest import joint_state_raw  # noqa: PLC0415
+
+    from comsim_teleop.recording import EpisodeBagWriter, TopicSpec  # noqa: PLC0415
 
     ep = tmp_path / 'ep'
     w = EpisodeBagWriter(ep, [TopicSpec('/joint_states', 'sensor_msgs/msg/JointState', 100.0)],

@@ -73,8 +73,8 @@ class _Reader:
         except (TypeError, ValueError):
             raise LabConfigError(f'{self.source}: {self._key(key)} must be a list of numbers')
         if arr.size not in sizes:
-            raise LabConfigError(f'{self.source}: {self._key(key)} needs {" or ".join(map(str, sizes))}'
-                             f' numbers, got {arr.size}')
+            raise LabConfigError(f'{self.source}: {self._key(key)} needs '
+                                 f'{" or ".join(map(str, sizes))} numbers, got {arr.size}')
         return arr
 
 
@@ -302,12 +302,14 @@ def _parse_task(r: _Reader, name: str) -> TaskConfig:
         raise LabConfigError(f'{r.source}: {r.where}.regions id and ood must be disjoint')
     variants_raw = r.get('variants', {'default': {}}) or {'default': {}}
     if not isinstance(variants_raw, dict) or 'default' not in variants_raw:
-        raise LabConfigError(f'{r.source}: {r.where}.variants must be a mapping with a "default" entry')
+        raise LabConfigError(
+            f'{r.source}: {r.where}.variants must be a mapping with a "default" entry')
     variants = {str(k): dict(v or {}) for k, v in variants_raw.items()}
     task = TaskConfig(name, objects, regions, variants, dict(r.get('params', {}) or {}))
     for variant in variants:        # validate overrides now, not at reset time
         try:
             task.objects_for(variant)
         except KeyError as exc:
-            raise LabConfigKeyError(f'{r.source}: {r.where}.variants.{variant}: {exc.args[0]}') from exc
+            raise LabConfigKeyError(
+                f'{r.source}: {r.where}.variants.{variant}: {exc.args[0]}') from exc
     return task

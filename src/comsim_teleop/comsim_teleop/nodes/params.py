@@ -12,7 +12,6 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from types import SimpleNamespace
 
 from rclpy.node import Node
@@ -131,7 +130,10 @@ def declare_parameters(node: Node, defaults: dict) -> SimpleNamespace:
                 f'{pf.path}: no section for node {fqn!r} (sections found: {found}); '
                 f'expected {key}: or /**: above ros__parameters')
         where.update(dict.fromkeys(section, pf.path))
-    source = (lambda name: f'{where[name]}: ' if name in where else '')
+
+    def source(name: str) -> str:
+        return f'{where[name]}: ' if name in where else ''
+
     overrides = getattr(node, '_parameter_overrides', {})
     unknown = sorted(set(overrides) - set(defaults) - _BUILTIN
                      - {n for n in overrides if n.startswith('qos_overrides.')})

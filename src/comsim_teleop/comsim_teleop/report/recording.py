@@ -59,7 +59,8 @@ def success_table(outcomes: list[tuple[str, bool]]) -> str:
         ok = [s for t, s in outcomes if t == task]
         k, n = sum(ok), len(ok)
         lo, hi = wilson_interval(k, n)
-        lines.append(f'| {task} | {k}/{n} | {100 * k / n:.0f} % | {100 * lo:.0f}–{100 * hi:.0f} % |')
+        lines.append(f'| {task} | {k}/{n} | {100 * k / n:.0f} % '
+                     f'| {100 * lo:.0f}–{100 * hi:.0f} % |')
     return '\n'.join(lines)
 
 
