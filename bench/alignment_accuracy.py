@@ -23,9 +23,9 @@ import numpy as np
 from comsim_bench_lab.config import LabConfig
 from comsim_bench_lab.lab import BenchLab
 from comsim_bench_lab.realism import RealismProfile
-from comsim_teleop.episodes.encode import rgb8_image_cdr
-from comsim_teleop.recording.bag_writer import EpisodeBagWriter
-from comsim_teleop.recording.topics import TopicSpec
+from comsim_core.episodes.encode import rgb8_image_cdr
+from comsim_core.episodes.topics import TopicSpec
+from comsim_core.episodes.writer import EpisodeBagWriter
 from comsim_twin.alignment import align_episode, load_sheet
 from comsim_twin.alignment.colours import delta_e76, rgb_distance
 from comsim_twin.alignment.localise import wrap_yaw, yaw_period

@@ -24,9 +24,9 @@ from diagnostic_msgs.msg import DiagnosticArray
 from provenance import command, machine
 from trajectory_msgs.msg import JointTrajectory
 
+from comsim_core.ros.graph import Graph
+from comsim_core.ros.messages import COMMAND_QOS, time_to_sec
 from comsim_policy.evaluation.closed_loop import CAMERAS, EvalClient, deploy_graph, wait_ready
-from comsim_teleop.graph import Graph
-from comsim_teleop.nodes.ros_io import COMMAND_QOS, time_to_sec
 
 
 def default_checkpoint(path: Path) -> Path:

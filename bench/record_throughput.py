@@ -28,9 +28,10 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 from std_srvs.srv import Trigger
 
-from comsim_teleop.episodes.reader import Episode
-from comsim_teleop.graph import find_executable
-from comsim_teleop.recording import EpisodeRecorder, TopicSpec
+from comsim_core.episodes.reader import Episode
+from comsim_core.episodes.topics import TopicSpec
+from comsim_core.ros.graph import find_executable
+from comsim_teleop.recording import EpisodeRecorder
 
 HERE = Path(__file__).resolve().parent
 STREAMS = [

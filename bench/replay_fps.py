@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / 'tests' / 'twin'))
 from provenance import command, machine  # noqa: E402
 from test_replay_support import record_episode  # noqa: E402
 
-from comsim_teleop.episodes import Episode  # noqa: E402
+from comsim_core.episodes import Episode  # noqa: E402
 from comsim_twin.backends import make_backend  # noqa: E402
 from comsim_twin.replay import EpisodeReplay, replay_episode  # noqa: E402
 

@@ -19,12 +19,12 @@ NODES = [
      'params': ['teleop.yaml']},
     {'package': 'comsim_teleop', 'executable': 'comsim-recorder', 'name': 'recorder',
      'params': ['recorder.yaml']},
-    {'package': 'comsim_teleop', 'executable': 'comsim-episode-runner', 'name': 'episode_runner',
+    {'package': 'comsim_core', 'executable': 'comsim-episode-runner', 'name': 'episode_runner',
      'params': ['episode_runner.yaml'], 'condition': 'unattended'},
 ]
 ARGUMENTS = {'bench_lab': 'true', 'unattended': 'false'}
 
 
 def generate_launch_description():
-    from comsim_teleop.graph import launch_description
+    from comsim_core.ros.graph import launch_description
     return launch_description(NODES, CONFIG, ARGUMENTS)

@@ -18,5 +18,5 @@ ARGUMENTS = {}
 
 
 def generate_launch_description():
-    from comsim_teleop.graph import launch_description
+    from comsim_core.ros.graph import launch_description
     return launch_description(NODES, CONFIG, ARGUMENTS)

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import rclpy
 
-from comsim_teleop.graph import Graph, graph_from_launch
-from comsim_teleop.nodes.episode_runner import EpisodeRunner
+from comsim_core.ros.episode_runner import EpisodeRunner
+from comsim_core.ros.graph import Graph, graph_from_launch
 from comsim_teleop.report.recording import recording_section, success_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,7 +89,7 @@ def twin_stage(out: Path, episodes_dir: Path, args) -> str:
     from comsim_bench_lab.calibration_rig import capture_calibration
     from comsim_bench_lab.config import LabConfig
     from comsim_bench_lab.lab import BenchLab
-    from comsim_teleop.report.images import save_png
+    from comsim_core.report.images import save_png
     from comsim_twin.calibration.extrinsics import pose_difference
     from comsim_twin.pipeline import run_twin_stage
     from comsim_twin.replay import side_by_side

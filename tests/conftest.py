@@ -13,7 +13,7 @@ import yaml
 from rclpy.node import Node
 from rosbags.typesys import Stores, get_typestore
 
-from comsim_teleop.graph import find_executable
+from comsim_core.ros.graph import find_executable
 
 # Each test session on its own DDS domain (unless the caller chose one), so two sessions on one
 # machine never answer each other's services. Valid domains are 0-232 with default ports.

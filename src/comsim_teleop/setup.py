@@ -1,4 +1,4 @@
-"""Robot model, teleoperation, episode recording and the episode reader."""
+"""Teleoperation sources, episode recording and crash recovery, and their ROS nodes."""
 from setuptools import find_packages, setup
 
 PACKAGE = 'comsim_teleop'
@@ -22,9 +22,7 @@ setup(
         'console_scripts': [
             'comsim-teleop = comsim_teleop.nodes.teleop_node:main',
             'comsim-recorder = comsim_teleop.nodes.recorder_node:main',
-            'comsim-episode-runner = comsim_teleop.nodes.episode_runner:main',
             'comsim-recover = comsim_teleop.recording.recover_cli:main',
-            'comsim-launch = comsim_teleop.graph:main',
         ],
     },
 )

@@ -11,7 +11,7 @@ from comsim_bench_lab.config import LabConfig  # noqa: E402
 from comsim_bench_lab.lab import BenchLab  # noqa: E402
 from comsim_bench_lab.realism import RealismProfile  # noqa: E402
 from comsim_bench_lab.rollout import run_expert_episode  # noqa: E402
-from comsim_teleop.teleop.expert import ScriptedExpert  # noqa: E402
+from comsim_core.tasks.expert import ScriptedExpert  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 

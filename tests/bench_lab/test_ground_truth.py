@@ -27,8 +27,8 @@ from comsim_bench_lab.ground_truth import (  # noqa: E402
     main,
     select_frames,
 )
-from comsim_teleop.episodes import Episode  # noqa: E402
-from comsim_teleop.robot.model import RobotModel  # noqa: E402
+from comsim_core.episodes import Episode  # noqa: E402
+from comsim_core.robot.model import RobotModel  # noqa: E402
 from comsim_twin.generation.config import GenerationConfig  # noqa: E402
 from comsim_twin.generation.runner import generate  # noqa: E402
 from comsim_twin.generation.writer import GeneratedEpisodeWriter  # noqa: E402

@@ -8,7 +8,7 @@ os.environ.setdefault('MUJOCO_GL', 'egl')
 
 import mujoco  # noqa: E402
 
-from comsim_teleop.camera import (  # noqa: E402
+from comsim_core.camera import (  # noqa: E402
     OPENCV_TO_MUJOCO,
     Lens,
     configure_camera,

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from comsim_teleop.errors import UserError, check_fields, load_yaml
+from comsim_core.errors import UserError, check_fields, load_yaml
 
 
 @dataclass

@@ -1,11 +1,11 @@
-"""The one-line error policy every console script shares (comsim_teleop.errors.cli_main)."""
+"""The one-line error policy every console script shares (comsim_core.errors.cli_main)."""
 from __future__ import annotations
 
 import errno
 
 import pytest
 
-from comsim_teleop.errors import UserError, cli_main
+from comsim_core.errors import UserError, cli_main
 
 
 def _script(exc):

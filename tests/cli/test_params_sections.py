@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from comsim_teleop.errors import UserError
-from comsim_teleop.nodes.params import ParamsFile, params_file_paths
+from comsim_core.errors import UserError
+from comsim_core.ros.params import ParamsFile, params_file_paths
 
 
 @pytest.mark.parametrize('pattern,fqn,match', [
@@ -54,8 +54,8 @@ def test_not_a_mapping_is_named(tmp_path):
 
 @pytest.mark.parametrize('launch', ['record', 'deploy', 'translate', 'twin'])
 def test_every_shipped_params_file_has_its_nodes_section(launch):
-    from comsim_teleop.graph import graph_from_launch, load_launch_module
-    from comsim_teleop.paths import repo_root
+    from comsim_core.paths import repo_root
+    from comsim_core.ros.graph import graph_from_launch, load_launch_module
 
     path = repo_root() / 'launch' / f'{launch}.launch.py'
     every_node = dict.fromkeys(getattr(load_launch_module(path), 'ARGUMENTS', {}), 'true')

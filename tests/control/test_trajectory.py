@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from comsim_teleop.control.limits import CommandShaper
-from comsim_teleop.control.trajectory import TrajectoryError, TrajectoryFollower, TrajectoryPoint
+from comsim_core.control.limits import CommandShaper
+from comsim_core.control.trajectory import TrajectoryError, TrajectoryFollower, TrajectoryPoint
 
 NAMES = ['a', 'b', 'c']
 

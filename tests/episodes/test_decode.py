@@ -7,7 +7,7 @@ import pytest
 from conftest import TS, joint_state_raw
 from rosbags.serde import SerdeError
 
-from comsim_teleop.episodes.decode import (
+from comsim_core.episodes.decode import (
     deserialize_prefix,
     deserialize_tolerant,
     header_stamp_ns,
@@ -63,7 +63,7 @@ def test_header_stamp_read_from_bytes_matches_full_decode_both_endians() -> None
 
 @pytest.mark.parametrize('frame_id', ['', 'f', 'cam_optical_frame', 'abc'])
 def test_rgb8_image_cdr_is_byte_identical_to_rosbags(frame_id) -> None:
-    from comsim_teleop.episodes.encode import rgb8_image_cdr  # noqa: PLC0415
+    from comsim_core.episodes.encode import rgb8_image_cdr  # noqa: PLC0415
 
     rgb = np.random.default_rng(0).integers(0, 255, (5, 7, 3), dtype=np.uint8)
     stamp = 1_700_000_001_234_567_890
@@ -81,7 +81,7 @@ def test_rgb8_image_cdr_is_byte_identical_to_rosbags(frame_id) -> None:
 @pytest.mark.parametrize('names', [['j1'], ['joint1', 'joint2', 'joint3'], ['a', 'bb', 'ccc',
                                                                              'dddd', 'e', 'g']])
 def test_joint_state_cdr_is_byte_identical_to_rosbags(names) -> None:
-    from comsim_teleop.episodes.encode import joint_state_cdr  # noqa: PLC0415
+    from comsim_core.episodes.encode import joint_state_cdr  # noqa: PLC0415
 
     q = np.linspace(-1.0, 1.0, len(names))
     T = TS.types

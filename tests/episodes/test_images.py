@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from conftest import TS, image_raw
 
-from comsim_teleop.episodes import CorruptEpisodeError, WrongEncodingError
-from comsim_teleop.episodes.images import image_to_rgb
+from comsim_core.episodes import CorruptEpisodeError, WrongEncodingError
+from comsim_core.episodes.images import image_to_rgb
 
 
 def _msg(raw: bytes) -> object:

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from conftest import TS, image_raw, joint_state_raw, trajectory_raw
 
-from comsim_teleop.episodes import (
+from comsim_core.episodes import (
     AlignmentError,
     CorruptEpisodeError,
     Episode,
@@ -17,9 +17,11 @@ from comsim_teleop.episodes import (
     MissingTopicError,
     WrongEncodingError,
 )
-from comsim_teleop.episodes.align import merge_trajectories
-from comsim_teleop.episodes.reader import JOINT_STATE
-from comsim_teleop.recording import EpisodeBagWriter, EpisodeRecorder, TopicSpec
+from comsim_core.episodes.align import merge_trajectories
+from comsim_core.episodes.reader import JOINT_STATE
+from comsim_core.episodes.topics import TopicSpec
+from comsim_core.episodes.writer import EpisodeBagWriter
+from comsim_teleop.recording import EpisodeRecorder
 
 MS = 1_000_000
 T0 = 100 * 10**9
@@ -84,7 +86,7 @@ def test_joint_states_from_rclpy_bytes(episode_dir: Path) -> None:
 def test_joint_states_decoded_at_once_equal_one_by_one(episode_dir: Path, monkeypatch) -> None:
     with Episode.open(episode_dir) as ep:
         at_once = ep.joint_states()
-        monkeypatch.setattr('comsim_teleop.episodes.reader.joint_states_from_cdr',
+        monkeypatch.setattr('comsim_core.episodes.reader.joint_states_from_cdr',
                             lambda raws: None)
         one_by_one = ep.joint_states()
     assert at_once.names == one_by_one.names
@@ -205,7 +207,7 @@ def test_open_errors(tmp_path: Path, episode_dir: Path) -> None:
 def test_missing_joint_states_is_a_user_error_naming_episode_topic_and_topics(
         tmp_path: Path) -> None:
     """An episode recorded without /joint_states: one line for the user, not a traceback."""
-    from comsim_teleop.errors import UserError, user_message  # noqa: PLC0415
+    from comsim_core.errors import UserError, user_message  # noqa: PLC0415
 
     w = EpisodeBagWriter(tmp_path / 'ep', [TopicSpec('/cam', 'sensor_msgs/msg/Image', 10.0)])
     w.open()

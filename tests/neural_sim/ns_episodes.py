@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
+from comsim_core.episodes.sidecar import write_sidecar
+from comsim_core.episodes.topics import TopicSpec
+from comsim_core.episodes.writer import EpisodeBagWriter, get_distro_typestore
 from comsim_neural_sim.data import synthetic_pair
-from comsim_teleop.recording import EpisodeBagWriter, TopicSpec
-from comsim_teleop.recording.bag_writer import get_distro_typestore
-from comsim_teleop.recording.sidecar import write_sidecar
 from comsim_twin.generation.writer import GeneratedEpisodeWriter
 from comsim_twin.scene import TwinCamera
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 from ns_episodes import DT_NS, JOINTS, camera
 
-from comsim_teleop.episodes import Episode
-from comsim_teleop.recording.bag_writer import get_distro_typestore
+from comsim_core.episodes import Episode
+from comsim_core.episodes.paired import PairedEpisodeWriter
+from comsim_core.episodes.writer import get_distro_typestore
 from comsim_twin.generation.writer import GeneratedEpisodeWriter
-from comsim_twin.replay.paired import PairedEpisodeWriter
 
 CMD = '/joint_trajectory_controller/joint_trajectory'
 TS = get_distro_typestore('kilted')

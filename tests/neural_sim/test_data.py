@@ -5,6 +5,8 @@ import pytest
 from ns_helpers import one_thread, tiny_config  # noqa: F401
 from rosbags.typesys import Stores, get_typestore
 
+from comsim_core.episodes.topics import TopicSpec
+from comsim_core.episodes.writer import EpisodeBagWriter
 from comsim_neural_sim.config import NeuralSimConfig
 from comsim_neural_sim.data import ClipDataset, load_paired_episode, synthetic_pair
 from comsim_neural_sim.errors import (
@@ -14,8 +16,6 @@ from comsim_neural_sim.errors import (
     MissingStreamError,
 )
 from comsim_neural_sim.models.autoencoder import LatentCodec
-from comsim_teleop.recording.bag_writer import EpisodeBagWriter
-from comsim_teleop.recording.topics import TopicSpec
 
 TS = get_typestore(Stores.ROS2_KILTED)
 CMD = '/joint_trajectory_controller/joint_trajectory'

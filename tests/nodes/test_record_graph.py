@@ -7,9 +7,9 @@ import pytest
 import rclpy
 from std_srvs.srv import Trigger
 
-from comsim_teleop.episodes.reader import Episode
-from comsim_teleop.graph import Graph, graph_from_launch
-from comsim_teleop.nodes.episode_runner import EpisodeRunner, RunnerError
+from comsim_core.episodes.reader import Episode
+from comsim_core.ros.episode_runner import EpisodeRunner, RunnerError
+from comsim_core.ros.graph import Graph, graph_from_launch
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = '/joint_trajectory_controller/joint_trajectory'

@@ -12,8 +12,8 @@ from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from comsim_teleop.episodes.reader import Episode
-from comsim_teleop.nodes.ros_io import IMAGE_QOS, LATCHED_QOS, SENSOR_QOS, image_msg
+from comsim_core.episodes.reader import Episode
+from comsim_core.ros.messages import IMAGE_QOS, LATCHED_QOS, SENSOR_QOS, image_msg
 
 pytestmark = pytest.mark.ros
 

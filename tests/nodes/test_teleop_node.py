@@ -12,9 +12,9 @@ from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from comsim_teleop.nodes.ros_io import LATCHED_QOS, SENSOR_QOS
-from comsim_teleop.robot.model import RobotModel
-from comsim_teleop.teleop.expert import ScriptedExpert
+from comsim_core.robot.model import RobotModel
+from comsim_core.ros.messages import LATCHED_QOS, SENSOR_QOS
+from comsim_core.tasks.expert import ScriptedExpert
 
 pytestmark = pytest.mark.ros
 

@@ -20,8 +20,8 @@ from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
-from comsim_teleop.nodes.ros_io import IMAGE_QOS, LATCHED_QOS, SENSOR_QOS, image_msg
-from comsim_teleop.robot.model import RobotModel
+from comsim_core.robot.model import RobotModel
+from comsim_core.ros.messages import IMAGE_QOS, LATCHED_QOS, SENSOR_QOS, image_msg
 
 HERE = Path(__file__).resolve().parent
 ARM = '/joint_trajectory_controller/joint_trajectory'

@@ -14,8 +14,9 @@ from pathlib import Path
 import numpy as np
 from rosbags.typesys import Stores, get_typestore
 
+from comsim_core.episodes.topics import TopicSpec
 from comsim_policy.config import ModelConfig, PolicyConfig, SchedulerConfig, TrainConfig
-from comsim_teleop.recording import EpisodeRecorder, TopicSpec
+from comsim_teleop.recording import EpisodeRecorder
 
 TS = get_typestore(Stores.ROS2_KILTED)
 JOINTS = ['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6', 'gripper']

@@ -16,11 +16,11 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
+from comsim_core.robot.model import RobotModel
 from comsim_policy.checkpoint import WEIGHTS, save_pretrained
 from comsim_policy.config import ModelConfig, PolicyConfig, SchedulerConfig
 from comsim_policy.model.policy import DiffusionPolicyModel
 from comsim_policy.normalizer import PolicyNormalizer
-from comsim_teleop.robot.model import RobotModel
 
 OUTPUT_BIAS = 'unet.final.1.bias'
 

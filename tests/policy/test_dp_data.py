@@ -112,8 +112,8 @@ def test_failed_demonstrations_are_left_out_unless_asked_for(tmp_path):
 def test_recovered_or_unjudged_episodes_are_not_demonstrations_until_a_person_confirms(tmp_path):
     """Only success: true on a complete episode counts; comsim-recover marks a recovered
     episode (which kept success: true before) and only a person's confirmation brings it back."""
+    from comsim_core.episodes.sidecar import update_sidecar  # noqa: PLC0415
     from comsim_teleop.recording.recover_cli import main as recover_main  # noqa: PLC0415
-    from comsim_teleop.recording.sidecar import update_sidecar  # noqa: PLC0415
 
     ok = write_episode(tmp_path / 'eps', seed=0, n_frames=6)
     recovered = write_episode(tmp_path / 'eps', seed=1, n_frames=6)
@@ -135,7 +135,7 @@ def test_recovered_or_unjudged_episodes_are_not_demonstrations_until_a_person_co
 
 def test_episode_without_joint_states_is_a_one_line_user_error(tmp_path):
     """comsim-policy-train used to traceback here; now: the episode, the topic, what is there."""
-    from comsim_teleop.errors import UserError, user_message  # noqa: PLC0415
+    from comsim_core.errors import UserError, user_message  # noqa: PLC0415
 
     path = write_episode(tmp_path, seed=3, n_frames=6)
     cfg = tiny_config()

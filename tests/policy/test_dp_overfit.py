@@ -9,11 +9,11 @@ import pytest
 import torch
 from policy_synth import FRONT, expected_actions, tiny_config, write_episode
 
+from comsim_core.episodes import Episode
 from comsim_policy.checkpoint import load_config
 from comsim_policy.evaluation import open_loop
 from comsim_policy.inference import PolicyRunner
 from comsim_policy.training.train import main
-from comsim_teleop.episodes import Episode
 
 SEEDS = (0, 1)
 N_FRAMES = 30

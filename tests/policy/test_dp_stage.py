@@ -15,6 +15,7 @@ import torch
 import yaml
 from policy_synth import FRONT, tiny_config, write_episode
 
+from comsim_core.paths import repo_root
 from comsim_policy.checkpoint import load_config
 from comsim_policy.config import PolicyConfig
 from comsim_policy.inference import limit_cpu_threads
@@ -25,7 +26,6 @@ from comsim_policy.pipeline import (
     pseudo_real_available,
     single_thread_cpu,
 )
-from comsim_teleop.paths import repo_root
 
 LAB_SIZE = (240, 320)
 

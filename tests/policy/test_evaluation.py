@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from comsim_core.episodes.reader import Episode
 from comsim_policy.checkpoint import save_pretrained
 from comsim_policy.config import ModelConfig, PolicyConfig
 from comsim_policy.evaluation.closed_loop import Evaluation, Rollout, evaluate
 from comsim_policy.model.policy import DiffusionPolicyModel
-from comsim_teleop.episodes.reader import Episode
 
 CAMS = ['/cameras/front/image_raw', '/cameras/side/image_raw']
 
@@ -61,8 +61,8 @@ def test_two_short_rollouts_are_recorded_and_tabled(tmp_path):
 
 
 def test_cli_config_refuses_typos_and_missing_checkpoints(tmp_path, capsys):
+    from comsim_core.errors import UserError
     from comsim_policy.evaluation.cli import load_config, main
-    from comsim_teleop.errors import UserError
 
     assert load_config(None)['regions'] == ['id', 'ood']  # config/evaluation.yaml
     bad = tmp_path / 'eval.yaml'

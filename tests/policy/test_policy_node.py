@@ -17,8 +17,8 @@ from policy_node_support import CAMS, SIZE, FakeRobot, trajectories
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 
+from comsim_core.robot.model import RobotModel
 from comsim_policy.config import PolicyConfig
-from comsim_teleop.robot.model import RobotModel
 
 pytestmark = pytest.mark.ros
 

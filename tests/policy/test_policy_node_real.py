@@ -28,7 +28,7 @@ from real_checkpoint import write_checkpoint
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 
-from comsim_teleop.robot.model import RobotModel
+from comsim_core.robot.model import RobotModel
 
 pytestmark = pytest.mark.ros
 STALE_S = 0.5

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
+from comsim_core.control.limits import CommandShaper
 from comsim_policy.safety import SafetyMonitor, UnsafeCommand
-from comsim_teleop.control.limits import CommandShaper
 
 
 def monitor():

@@ -10,8 +10,9 @@ from conftest import TS, image_raw, joint_state_raw
 from mcap.reader import make_reader
 from rosbags.highlevel import AnyReader
 
-from comsim_teleop.recording import EpisodeBagWriter, FlushPolicy, RecorderError, TopicSpec
-from comsim_teleop.recording.bag_writer import should_flush
+from comsim_core.episodes.errors import BagWriterError
+from comsim_core.episodes.topics import TopicSpec
+from comsim_core.episodes.writer import EpisodeBagWriter, FlushPolicy, should_flush
 
 TOPICS = [TopicSpec('/cam', 'sensor_msgs/msg/Image', 30.0),
           TopicSpec('/joint_states', 'sensor_msgs/msg/JointState', 100.0)]
@@ -63,14 +64,14 @@ def test_should_flush_rules() -> None:
 
 
 def test_rejects_unknown_type_storage_and_existing_dir(tmp_path: Path) -> None:
-    with pytest.raises(RecorderError, match='unknown to the kilted typestore'):
+    with pytest.raises(BagWriterError, match='unknown to the kilted typestore'):
         EpisodeBagWriter(tmp_path / 'a', [TopicSpec('/x', 'nope_msgs/msg/Nope')])
-    with pytest.raises(RecorderError, match='unknown storage'):
+    with pytest.raises(BagWriterError, match='unknown storage'):
         EpisodeBagWriter(tmp_path / 'a', TOPICS, storage='rosbag1')
-    with pytest.raises(RecorderError, match='unknown distro'):
+    with pytest.raises(BagWriterError, match='unknown distro'):
         EpisodeBagWriter(tmp_path / 'a', TOPICS, distro='rolling2')
     (tmp_path / 'b').mkdir()
-    with pytest.raises(RecorderError, match='exists'):
+    with pytest.raises(BagWriterError, match='exists'):
         EpisodeBagWriter(tmp_path / 'b', TOPICS).open()
 
 

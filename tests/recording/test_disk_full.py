@@ -14,8 +14,9 @@ import pytest
 import yaml
 from conftest import image_raw, joint_state_raw
 
-from comsim_teleop.episodes import Episode
-from comsim_teleop.recording import BagWriteError, EpisodeRecorder, TopicSpec
+from comsim_core.episodes import Episode
+from comsim_core.episodes.topics import TopicSpec
+from comsim_teleop.recording import BagWriteError, EpisodeRecorder
 from comsim_teleop.recording.recover import recover_episode
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,7 +62,8 @@ EFBIG_SCRIPT = textwrap.dedent('''
     sys.path.insert(0, {tests!r})
     from pathlib import Path
     from conftest import image_raw, joint_state_raw
-    from comsim_teleop.recording import BagWriteError, EpisodeRecorder, TopicSpec
+    from comsim_core.episodes.topics import TopicSpec
+    from comsim_teleop.recording import BagWriteError, EpisodeRecorder
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (2_000_000, 2_000_000))
     rec = EpisodeRecorder(Path({out!r}), [TopicSpec('/cam', 'sensor_msgs/msg/Image', 30.0)],
@@ -89,7 +91,8 @@ EFBIG_SCRIPT = textwrap.dedent('''
 
 def test_efbig_under_rlimit_fsize(tmp_path: Path) -> None:
     code = EFBIG_SCRIPT.format(tests=str(ROOT / 'tests'), out=str(tmp_path))
-    env = dict(os.environ, PYTHONPATH=str(ROOT / 'src' / 'comsim_teleop'))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        str(ROOT / 'src' / p) for p in ('comsim_core', 'comsim_teleop')))
     res = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env,
                          timeout=60, check=False)
     assert res.returncode == 0, res.stderr
@@ -112,7 +115,7 @@ def test_disk_full_episode_never_counts_as_a_success(small_tmpfs: Path, tmp_path
     neither after comsim-recover, until a person confirms it."""
     import shutil  # noqa: PLC0415
 
-    from comsim_teleop.recording.sidecar import confirm_success, counts_as_success  # noqa: PLC0415
+    from comsim_core.episodes.sidecar import confirm_success, counts_as_success  # noqa: PLC0415
 
     rec = EpisodeRecorder(small_tmpfs, TOPICS, min_free_bytes=0, ballast_bytes=64 * 1024)
     path = rec.start({'task': 'too big'})

@@ -19,8 +19,9 @@ from mcap.records import Chunk, DataEnd
 from mcap.stream_reader import StreamReader
 from rosbags.highlevel import AnyReader
 
-from comsim_teleop.episodes import CorruptEpisodeError, Episode
-from comsim_teleop.recording import EpisodeBagWriter, FlushPolicy, TopicSpec
+from comsim_core.episodes import CorruptEpisodeError, Episode
+from comsim_core.episodes.topics import TopicSpec
+from comsim_core.episodes.writer import EpisodeBagWriter, FlushPolicy
 from comsim_teleop.recording.recover import recover_episode
 from comsim_teleop.recording.recover_cli import main as recover_main
 

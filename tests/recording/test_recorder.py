@@ -11,7 +11,8 @@ import yaml
 from conftest import TS, image_raw, joint_state_raw
 from rosbags.highlevel import AnyReader
 
-from comsim_teleop.recording import EpisodeRecorder, RecorderError, TopicSpec
+from comsim_core.episodes.topics import TopicSpec
+from comsim_teleop.recording import EpisodeRecorder, RecorderError
 
 MS = 1_000_000
 TOPICS = [TopicSpec('/cam', 'sensor_msgs/msg/Image', 30.0),

@@ -14,7 +14,7 @@ import yaml
 from conftest import TS
 from rosbags.highlevel import AnyReader
 
-from comsim_teleop.episodes import CorruptEpisodeError, Episode
+from comsim_core.episodes import CorruptEpisodeError, Episode
 from comsim_teleop.recording.recover import recover_episode
 from comsim_teleop.recording.recover_cli import main as recover_main
 
@@ -25,7 +25,9 @@ RECORD = textwrap.dedent('''
     sys.path.insert(0, {tests!r})
     from pathlib import Path
     from conftest import image_raw, joint_state_raw
-    from comsim_teleop.recording import EpisodeRecorder, FlushPolicy, TopicSpec
+    from comsim_core.episodes.topics import TopicSpec
+    from comsim_core.episodes.writer import FlushPolicy
+    from comsim_teleop.recording import EpisodeRecorder
     rec = EpisodeRecorder(Path({out!r}), [TopicSpec('/cam', 'sensor_msgs/msg/Image', 30.0),
                           TopicSpec('/joint_states', 'sensor_msgs/msg/JointState', 100.0)],
                           storage={storage!r}, min_free_bytes=0,
@@ -50,7 +52,8 @@ RECORD = textwrap.dedent('''
 
 def _record_and_kill(out: Path, storage: str, n: int = 300) -> int:
     code = RECORD.format(tests=str(ROOT / 'tests'), out=str(out), storage=storage, n=n)
-    env = dict(os.environ, PYTHONPATH=str(ROOT / 'src' / 'comsim_teleop'))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        str(ROOT / 'src' / p) for p in ('comsim_core', 'comsim_teleop')))
     proc = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.PIPE, text=True,
                             env=env)
     try:
@@ -132,7 +135,8 @@ def test_sqlite3_with_a_hot_journal_is_backed_up_untouched(tmp_path: Path) -> No
     back in place, so recovery reads a copy and the originals are kept byte for byte."""
     from conftest import joint_state_raw  # noqa: PLC0415
 
-    from comsim_teleop.recording import EpisodeBagWriter, TopicSpec  # noqa: PLC0415
+    from comsim_core.episodes.topics import TopicSpec  # noqa: PLC0415
+    from comsim_core.episodes.writer import EpisodeBagWriter  # noqa: PLC0415
 
     ep = tmp_path / 'ep'
     w = EpisodeBagWriter(ep, [TopicSpec('/joint_states', 'sensor_msgs/msg/JointState', 100.0)],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from comsim_teleop.recording.stats import find_gaps, rate_warnings, stream_stats, window_rate
+from comsim_core.episodes.stats import find_gaps, rate_warnings, stream_stats, window_rate
 
 MS = 1_000_000
 
@@ -52,7 +52,7 @@ def test_rate_warnings() -> None:
 
 def test_jitter_without_loss_is_not_counted_as_missed():
     """Late-then-early arrivals (bursts) make gaps but lose nothing."""
-    from comsim_teleop.recording.stats import stream_stats
+    from comsim_core.episodes.stats import stream_stats
     period = 2_000_000  # 500 Hz
     t = np.arange(1000) * period
     t[1::10] += int(1.2 * period)  # every 10th message arrives late, next one on time

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from comsim_teleop.robot import IKError, RobotModel, tool_down_rotation
+from comsim_core.robot import IKError, RobotModel, tool_down_rotation
 
 
 @pytest.fixture(scope='module')

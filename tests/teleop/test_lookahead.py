@@ -3,10 +3,10 @@ joint_trajectory_controller executes as the program even when most ticks are mis
 import numpy as np
 import pytest
 
-from comsim_teleop.control.limits import CommandShaper
-from comsim_teleop.control.trajectory import TrajectoryFollower, TrajectoryPoint
-from comsim_teleop.robot.model import RobotModel
-from comsim_teleop.teleop.expert import ScriptedExpert
+from comsim_core.control.limits import CommandShaper
+from comsim_core.control.trajectory import TrajectoryFollower, TrajectoryPoint
+from comsim_core.robot.model import RobotModel
+from comsim_core.tasks.expert import ScriptedExpert
 
 BOTTLE = {'task': 'shake_bottle', 'table_z': 0.0,
           'objects': {'bottle': {'pos': [0.4, 0.05, 0.05], 'quat': [1, 0, 0, 0],

@@ -4,16 +4,16 @@ import json
 import numpy as np
 import pytest
 
-from comsim_teleop.robot.model import RobotModel
-from comsim_teleop.teleop.primitives import API_DESCRIPTION, PRIMITIVES
-from comsim_teleop.teleop.programs import (
+from comsim_core.control.waypoints import WaypointTrajectory
+from comsim_core.robot.model import RobotModel
+from comsim_core.tasks.primitives import API_DESCRIPTION, PRIMITIVES
+from comsim_core.tasks.programs import (
     BUILTIN,
     ProgramError,
     builtin_program,
     compile_program,
     parse_program,
 )
-from comsim_teleop.teleop.waypoint_trajectory import WaypointTrajectory
 
 
 @pytest.fixture(scope='module')

@@ -3,7 +3,7 @@ keyboard mappings."""
 import numpy as np
 import pytest
 
-from comsim_teleop.robot.model import RobotModel
+from comsim_core.robot.model import RobotModel
 from comsim_teleop.teleop.sources import (
     CartesianVelocitySource,
     JoyMapping,

@@ -15,7 +15,7 @@ os.environ.setdefault('MUJOCO_GL', 'egl')
 from comsim_bench_lab.config import LabConfig  # noqa: E402
 from comsim_bench_lab.lab import BenchLab  # noqa: E402
 from comsim_bench_lab.realism import RealismProfile  # noqa: E402
-from comsim_teleop.camera import Lens  # noqa: E402
+from comsim_core.camera import Lens  # noqa: E402
 from comsim_twin.backends import make_backend  # noqa: E402
 from comsim_twin.scene import TwinCamera, TwinObject, TwinScene  # noqa: E402
 

@@ -16,7 +16,7 @@ import yaml
 from comsim_bench_lab.calibration_rig import capture_calibration
 from comsim_bench_lab.config import LabConfig
 from comsim_bench_lab.lab import BenchLab
-from comsim_teleop.episodes import Episode
+from comsim_core.episodes import Episode
 from comsim_twin.calibration import CalibrationError, calibrate_from_bag, load_twin_camera
 from comsim_twin.calibration.extrinsics import pose_difference
 

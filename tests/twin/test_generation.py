@@ -13,8 +13,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from test_generation_scene import base_scene  # noqa: E402
 
-from comsim_teleop.episodes.reader import Episode  # noqa: E402
-from comsim_teleop.teleop.programs import parse_program  # noqa: E402
+from comsim_core.episodes.reader import Episode  # noqa: E402
+from comsim_core.tasks.programs import parse_program  # noqa: E402
 from comsim_twin.generation.config import GenerationConfig  # noqa: E402
 from comsim_twin.generation.runner import DISCARDED_DIR, generate  # noqa: E402
 from comsim_twin.generation.writer import PARTIAL_DIR  # noqa: E402

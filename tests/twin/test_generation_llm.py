@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from test_generation_scene import base_scene  # noqa: E402
 
-from comsim_teleop.teleop.programs import ProgramError, builtin_program  # noqa: E402
+from comsim_core.tasks.programs import ProgramError, builtin_program  # noqa: E402
 from comsim_twin.backends import make_backend  # noqa: E402
 from comsim_twin.generation.config import GenerationConfig  # noqa: E402
 from comsim_twin.generation.llm import (  # noqa: E402

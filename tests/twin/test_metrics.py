@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from comsim_twin.metrics import abs_diff, comparison_row, psnr, ssim, stack_rows
+from comsim_core.metrics import abs_diff, comparison_row, psnr, ssim, stack_rows
 
 
 def test_psnr_matches_its_definition():

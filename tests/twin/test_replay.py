@@ -5,9 +5,11 @@ import numpy as np
 import pytest
 from test_replay_support import TRAJ_TOPIC, joint_state_cdr, record_episode
 
-from comsim_teleop.episodes import Episode
-from comsim_teleop.recording import EpisodeBagWriter, TopicSpec
-from comsim_teleop.recording.sidecar import read_sidecar
+from comsim_core.episodes import Episode
+from comsim_core.episodes.paired import SIM_JOINT_STATES, real_image_topic, sim_image_topic
+from comsim_core.episodes.sidecar import read_sidecar
+from comsim_core.episodes.topics import TopicSpec
+from comsim_core.episodes.writer import EpisodeBagWriter
 from comsim_twin.backends import make_backend
 from comsim_twin.replay import (
     EpisodeReplay,
@@ -17,7 +19,6 @@ from comsim_twin.replay import (
     replay_episode,
     side_by_side,
 )
-from comsim_twin.replay.paired import SIM_JOINT_STATES, real_image_topic, sim_image_topic
 
 
 @pytest.fixture(scope='module')

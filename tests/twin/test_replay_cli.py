@@ -9,12 +9,13 @@ import pytest
 import yaml
 from test_replay_support import TS, _header, record_episode
 
-from comsim_teleop.episodes import Episode
-from comsim_teleop.episodes.reader import IMAGE
-from comsim_teleop.recording import EpisodeRecorder, TopicSpec
-from comsim_teleop.recording.sidecar import read_sidecar
+from comsim_core.episodes import Episode
+from comsim_core.episodes.paired import is_complete
+from comsim_core.episodes.reader import IMAGE
+from comsim_core.episodes.sidecar import read_sidecar
+from comsim_core.episodes.topics import TopicSpec
+from comsim_teleop.recording import EpisodeRecorder
 from comsim_twin.replay.cli import main
-from comsim_twin.replay.paired import is_complete
 
 
 @pytest.fixture(scope='module')

@@ -16,8 +16,9 @@ from rosbags.typesys import Stores, get_typestore
 from comsim_bench_lab.config import LabConfig
 from comsim_bench_lab.lab import BenchLab
 from comsim_bench_lab.realism import RealismProfile
-from comsim_teleop.recording import EpisodeRecorder, TopicSpec
-from comsim_teleop.teleop.expert import ScriptedExpert
+from comsim_core.episodes.topics import TopicSpec
+from comsim_core.tasks.expert import ScriptedExpert
+from comsim_teleop.recording import EpisodeRecorder
 from comsim_twin.scene import TwinCamera, TwinObject, TwinScene
 
 ROOT = Path(__file__).resolve().parents[2]

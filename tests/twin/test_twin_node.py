@@ -7,10 +7,10 @@ import yaml
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from test_replay_support import record_episode
 
-from comsim_teleop.episodes import Episode
-from comsim_teleop.nodes.ros_io import IMAGE_QOS, SENSOR_QOS
+from comsim_core.episodes import Episode
+from comsim_core.metrics import psnr
+from comsim_core.ros.messages import IMAGE_QOS, SENSOR_QOS
 from comsim_twin.backends import make_backend
-from comsim_twin.metrics import psnr
 
 pytestmark = pytest.mark.ros
 
@@ -110,7 +110,7 @@ def test_config_and_launch_file_match_the_node():
     """config/twin.yaml may only set parameters the node declares, with the declared types."""
     from pathlib import Path
 
-    from comsim_teleop.graph import load_launch_module
+    from comsim_core.ros.graph import load_launch_module
     from comsim_twin.nodes.twin_node import DEFAULTS
 
     root = Path(__file__).resolve().parents[2]

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from comsim_teleop.graph import graph_from_launch, load_launch_module
+from comsim_core.ros.graph import graph_from_launch, load_launch_module
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ['comsim_bench_lab', 'comsim_teleop', 'comsim_twin', 'comsim_neural_sim',
+PACKAGES = ['comsim_bench_lab', 'comsim_core', 'comsim_teleop', 'comsim_twin', 'comsim_neural_sim',
             'comsim_policy']
 LAUNCH_FILES = sorted((ROOT / 'launch').glob('*.launch.py'))
 
@@ -73,7 +73,7 @@ def test_params_files_only_use_parameters_the_nodes_declare():
         'bench_lab.yaml': ('comsim_bench_lab.node', 'bench_lab'),
         'teleop.yaml': ('comsim_teleop.nodes.teleop_node', 'teleop'),
         'recorder.yaml': ('comsim_teleop.nodes.recorder_node', 'recorder'),
-        'episode_runner.yaml': ('comsim_teleop.nodes.episode_runner', 'episode_runner'),
+        'episode_runner.yaml': ('comsim_core.ros.episode_runner', 'episode_runner'),
         'twin.yaml': ('comsim_twin.nodes.twin_node', 'twin'),
         'policy.yaml': ('comsim_policy.nodes.policy_node', 'policy'),
     }

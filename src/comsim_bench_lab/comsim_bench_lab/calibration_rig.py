@@ -35,13 +35,13 @@ from comsim_bench_lab.scene import (
     add_robot,
     lab_spec,
 )
-from comsim_teleop.episodes.encode import rgb8_image_cdr
-from comsim_teleop.errors import cli_main
-from comsim_teleop.paths import resolve_config_path
-from comsim_teleop.recording.bag_writer import EpisodeBagWriter
-from comsim_teleop.recording.sidecar import write_sidecar
-from comsim_teleop.recording.topics import TopicSpec
-from comsim_teleop.robot.model import DEFAULT_ARM_PATH, RobotModel
+from comsim_core.episodes.encode import rgb8_image_cdr
+from comsim_core.episodes.sidecar import write_sidecar
+from comsim_core.episodes.topics import TopicSpec
+from comsim_core.episodes.writer import EpisodeBagWriter
+from comsim_core.errors import cli_main
+from comsim_core.paths import resolve_config_path
+from comsim_core.robot.model import DEFAULT_ARM_PATH, RobotModel
 
 BOARD_BODY = 'calibration_board'
 IMAGE_TYPE = 'sensor_msgs/msg/Image'

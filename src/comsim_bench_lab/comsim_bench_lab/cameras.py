@@ -1,7 +1,7 @@
 """The bench lab's cameras: ground-truth calibration and the lens model of each camera.
 
 The geometry itself (OpenCV -> MuJoCo camera, padded render, distortion remap) lives in
-``comsim_teleop.camera`` so the bench lab and the twin render through the very same code.
+``comsim_core.camera`` so the bench lab and the twin render through the very same code.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import mujoco
 import numpy as np
 
 from comsim_bench_lab.config import CameraConfig
-from comsim_teleop.camera import Lens, configure_camera, pose_matrix
+from comsim_core.camera import Lens, configure_camera, pose_matrix
 
 
 @dataclass

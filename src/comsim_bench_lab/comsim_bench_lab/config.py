@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from comsim_teleop.errors import UserError, load_yaml
+from comsim_core.errors import UserError, load_yaml
 
 SHAPES = ('box', 'cylinder', 'sphere')
 

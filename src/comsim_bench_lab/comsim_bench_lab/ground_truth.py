@@ -6,7 +6,7 @@ bench lab can make one: it is set up with the episode's layout (task objects and
 their initial poses, with the episode's shapes, sizes and colours; the move_card zone where the
 episode's target puts it) and replays the episode's joint trajectory, rendering every camera
 WITH the hidden realism profile at the sim frames' header stamps. The output is a paired episode
-(``comsim_twin.replay.paired``): ``/real/...`` = bench-lab render (ground truth), ``/sim/...`` =
+(``comsim_core.episodes.paired``): ``/real/...`` = bench-lab render (ground truth), ``/sim/...`` =
 the sim episode's own frames, joint states and commands copied; so the neural simulator's
 evaluation (``load_paired_dir``, ``run_ablation``, ``evaluation.generated``) reads it unchanged.
 
@@ -56,17 +56,17 @@ from comsim_bench_lab.config import CameraConfig, LabConfig, ObjectConfig
 from comsim_bench_lab.lab import BenchLab
 from comsim_bench_lab.realism import RealismProfile
 from comsim_bench_lab.scene import ROBOT_PREFIX
-from comsim_teleop.camera import project_points
-from comsim_teleop.episodes import Episode
-from comsim_teleop.episodes.decode import deserialize_tolerant
-from comsim_teleop.episodes.encode import rgb8_image_cdr
-from comsim_teleop.episodes.errors import EpisodeError
-from comsim_teleop.episodes.images import image_to_rgb, stamp_ns
-from comsim_teleop.episodes.reader import FLOAT_ARRAY, IMAGE, JOINT_STATE, TRAJECTORY
-from comsim_teleop.errors import UserError, cli_main
-from comsim_teleop.paths import resolve_config_path
-from comsim_twin.replay.paired import PairedEpisodeWriter, is_complete
-from comsim_twin.replay.replay import JointTrack
+from comsim_core.camera import project_points
+from comsim_core.episodes import Episode
+from comsim_core.episodes.decode import deserialize_tolerant
+from comsim_core.episodes.encode import rgb8_image_cdr
+from comsim_core.episodes.errors import EpisodeError
+from comsim_core.episodes.images import image_to_rgb, stamp_ns
+from comsim_core.episodes.paired import PairedEpisodeWriter, is_complete
+from comsim_core.episodes.reader import FLOAT_ARRAY, IMAGE, JOINT_STATE, TRAJECTORY
+from comsim_core.episodes.tracks import JointTrack
+from comsim_core.errors import UserError, cli_main
+from comsim_core.paths import resolve_config_path
 
 JOINT_TOPIC = '/joint_states'
 COMMAND_TOPICS = ('/joint_trajectory_controller/joint_trajectory',

@@ -19,7 +19,7 @@ from comsim_bench_lab.realism import RealismProfile
 from comsim_bench_lab.scene import ROBOT_PREFIX, Scene, build_scene
 from comsim_bench_lab.tasks import Task, make_task
 from comsim_bench_lab.tasks.base import yaw_quat
-from comsim_teleop.robot.model import DEFAULT_ARM_PATH, RobotModel
+from comsim_core.robot.model import DEFAULT_ARM_PATH, RobotModel
 
 REGIONS = ('id', 'ood')
 TABLE_Z = 0.0

@@ -31,9 +31,9 @@ from trajectory_msgs.msg import JointTrajectory
 from comsim_bench_lab.config import LabConfig
 from comsim_bench_lab.lab import REGIONS, BenchLab
 from comsim_bench_lab.realism import RealismProfile
-from comsim_teleop.control.trajectory import TrajectoryError, TrajectoryFollower
-from comsim_teleop.nodes.params import ParameterConfigError, declare_parameters
-from comsim_teleop.nodes.ros_io import (
+from comsim_core.control.trajectory import TrajectoryError, TrajectoryFollower
+from comsim_core.paths import resolve_config_path
+from comsim_core.ros.messages import (
     COMMAND_QOS,
     IMAGE_QOS,
     LATCHED_QOS,
@@ -45,8 +45,8 @@ from comsim_teleop.nodes.ros_io import (
     to_time_msg,
     trajectory_points,
 )
-from comsim_teleop.nodes.run import run_node
-from comsim_teleop.paths import resolve_config_path
+from comsim_core.ros.params import ParameterConfigError, declare_parameters
+from comsim_core.ros.run import run_node
 
 DEFAULTS = {
     'lab_config': 'config/bench_lab/lab.yaml',

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from comsim_bench_lab.config import LabConfigError, _Reader
-from comsim_teleop.errors import load_yaml
+from comsim_core.errors import load_yaml
 
 
 @dataclass

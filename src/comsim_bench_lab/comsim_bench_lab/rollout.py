@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from comsim_bench_lab.lab import BenchLab
-from comsim_teleop.robot.model import RobotModel
-from comsim_teleop.teleop.expert import ScriptedExpert
+from comsim_core.robot.model import RobotModel
+from comsim_core.tasks.expert import ScriptedExpert
 
 CONTROL_PERIOD = 0.02   # s, like the 50 Hz teleop node
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from comsim_teleop.errors import check_fields, load_yaml
+from comsim_core.errors import check_fields, load_yaml
 
 from .errors import CheckpointMismatchError, ConfigError
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from comsim_teleop.errors import UserError
+from comsim_core.errors import UserError
 
 
 class NeuralSimError(UserError):

@@ -26,7 +26,7 @@ GroundTruthFn = Callable[[list[Path], Path, list[str], int], object]
 
 def _cameras(paired_dir: Path) -> list[str]:
     """Every camera of the paired episodes: the sim episodes to translate have them all."""
-    from comsim_teleop.episodes import Episode  # noqa: PLC0415
+    from comsim_core.episodes import Episode  # noqa: PLC0415
     eps = sorted(p.parent for p in paired_dir.rglob('metadata.yaml'))
     if not eps:
         raise NeuralSimError(f'no paired episodes (metadata.yaml) under {paired_dir}')

@@ -18,7 +18,7 @@ import torch
 import yaml
 from safetensors.torch import load_file, load_model, save_file, save_model
 
-from comsim_teleop.errors import UserError
+from comsim_core.errors import UserError
 
 from .config import ConfigError, PolicyConfig
 from .model.policy import DiffusionPolicyModel

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from comsim_teleop.errors import UserError, check_fields, load_yaml
+from comsim_core.errors import UserError, check_fields, load_yaml
 
 DEFAULT_JOINTS = ['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6', 'gripper']
 DEFAULT_CAMERAS = ['/cameras/front/image_raw', '/cameras/side/image_raw']

@@ -222,6 +222,6 @@ def _cache_dir(explicit: Path | str | None, configured: str, out: Path) -> str:
 
 
 def _repo() -> Path:
-    from comsim_teleop.paths import repo_root  # noqa: PLC0415
+    from comsim_core.paths import repo_root  # noqa: PLC0415
 
     return repo_root() or Path.cwd()

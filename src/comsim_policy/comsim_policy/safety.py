@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from comsim_teleop.control.limits import CommandShaper
+from comsim_core.control.limits import CommandShaper
 
 # States, in the order they take precedence.
 ESTOP, DISABLED, HOLDING, RUNNING = 'estop', 'disabled', 'holding', 'running'

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from comsim_teleop.episodes import Episode
+from comsim_core.episodes import Episode
 from comsim_twin.alignment import align_episode, load_sheet
 from comsim_twin.backends import make_backend
 from comsim_twin.calibration import calibrate_from_bag, load_twin_camera

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from comsim_teleop.errors import UserError, load_yaml
+from comsim_core.errors import UserError, load_yaml
 
 FORMAT = 'comsim-twin-scene/1'
 SHAPES = ('box', 'cylinder', 'bottle')

@@ -50,7 +50,7 @@ def load_paired_episode(path: str | Path, camera: str = 'front',
                         command_topic: str = '/joint_trajectory_controller/joint_trajectory',
                         joint_topic: str = '/joint_states') -> PairedClip:
     """Read one paired episode; ``MissingStreamError`` names any absent stream."""
-    from comsim_teleop.episodes import Episode  # noqa: PLC0415  (ROS-free import, but heavy)
+    from comsim_core.episodes import Episode  # noqa: PLC0415  (ROS-free import, but heavy)
 
     real_t, sim_t = paired_topics(camera)
     with Episode.open(path) as ep:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from comsim_teleop.errors import cli_main
+from comsim_core.errors import cli_main
 
 from ..data.clips import PairedClip, load_paired_dir
 from ..errors import NeuralSimError

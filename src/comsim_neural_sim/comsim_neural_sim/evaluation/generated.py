@@ -82,7 +82,7 @@ def ground_truth_episodes(directory: str | Path) -> dict[str, Path]:
 
 def _frames(path: Path, topic: str, stamps: set[int] | None = None) -> dict[int, np.ndarray]:
     """Header stamp -> RGB frame of one image topic (only ``stamps`` when given)."""
-    from comsim_teleop.episodes import Episode  # noqa: PLC0415
+    from comsim_core.episodes import Episode  # noqa: PLC0415
     with Episode.open(path) as ep:
         if topic not in ep.topics:
             raise MissingStreamError(f'episode {path} lacks {topic}; it has {ep.topics}')

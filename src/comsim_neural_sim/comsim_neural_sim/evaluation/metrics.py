@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from comsim_twin.metrics import psnr, ssim
+from comsim_core.metrics import psnr, ssim
 
 from ..errors import InputShapeError
 

@@ -12,11 +12,11 @@ from pathlib import Path
 from rclpy.node import Node
 from sensor_msgs.msg import Image
 
+from comsim_core.paths import resolve_config_path
+from comsim_core.ros.messages import IMAGE_QOS, image_msg
+from comsim_core.ros.params import declare_parameters
+from comsim_core.ros.run import run_node
 from comsim_neural_sim.translate.episode import read_sim_episode, translate_frames
-from comsim_teleop.nodes.params import declare_parameters
-from comsim_teleop.nodes.ros_io import IMAGE_QOS, image_msg
-from comsim_teleop.nodes.run import run_node
-from comsim_teleop.paths import resolve_config_path
 
 DEFAULTS = {
     'episode': '',                      # sim episode directory (recording layout)

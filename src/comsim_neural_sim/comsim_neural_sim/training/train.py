@@ -21,7 +21,7 @@ import torch
 from accelerate import Accelerator
 from torch.utils.data import DataLoader
 
-from comsim_teleop.errors import cli_main
+from comsim_core.errors import cli_main
 
 from ..checkpoint import load_config, transformer_from_config
 from ..config import NeuralSimConfig

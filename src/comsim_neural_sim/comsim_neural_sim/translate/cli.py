@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from comsim_teleop.errors import cli_main
+from comsim_core.errors import cli_main
 
 from .episode import translate_dir
 

@@ -68,8 +68,8 @@ def actions_at(stamps: np.ndarray, cmd_t: np.ndarray | None, cmd_q: np.ndarray |
 def read_sim_episode(path: str | Path, command_topic: str, joint_topic: str = '/joint_states',
                      prefix: str = '/cameras/') -> SimEpisode:
     """Frames, stamps and actions of a sim (recording-layout) episode; clear errors if absent."""
-    from comsim_teleop.episodes import Episode  # noqa: PLC0415
-    from comsim_teleop.recording.sidecar import read_sidecar  # noqa: PLC0415
+    from comsim_core.episodes import Episode  # noqa: PLC0415
+    from comsim_core.episodes.sidecar import read_sidecar  # noqa: PLC0415
 
     path = Path(path)
     with Episode.open(path) as ep:
@@ -148,8 +148,8 @@ def translate_frames(pipe: NeuralSimPipeline, eps: Sequence[SimEpisode], topic: 
 def write_translated(sim: SimEpisode, translated: dict[str, np.ndarray], out_dir: Path,
                      provenance: dict[str, Any]) -> Path:
     """Copy the sim bag with images replaced; ``.partial`` first, renamed when complete."""
-    from comsim_teleop.episodes.encode import rgb8_image_cdr  # noqa: PLC0415
-    from comsim_teleop.recording.sidecar import write_sidecar  # noqa: PLC0415
+    from comsim_core.episodes.encode import rgb8_image_cdr  # noqa: PLC0415
+    from comsim_core.episodes.sidecar import write_sidecar  # noqa: PLC0415
 
     name = sim.path.name
     final, partial = out_dir / name, out_dir / PARTIAL_DIR / name

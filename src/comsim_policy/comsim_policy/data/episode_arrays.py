@@ -14,9 +14,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from comsim_teleop.episodes import Episode
-from comsim_teleop.errors import UserError
-from comsim_teleop.recording.sidecar import counts_as_success, read_sidecar
+from comsim_core.episodes import Episode
+from comsim_core.episodes.sidecar import counts_as_success, read_sidecar
+from comsim_core.errors import UserError
 
 from ..config import DEFAULT_JOINTS, PolicyConfig
 

@@ -11,9 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from comsim_core.errors import UserError, cli_main, load_yaml
+from comsim_core.paths import resolve_config_path
 from comsim_policy.evaluation.closed_loop import EvaluationError, evaluate
-from comsim_teleop.errors import UserError, cli_main, load_yaml
-from comsim_teleop.paths import resolve_config_path
 
 KEYS = {'tasks', 'rollouts', 'regions', 'variants', 'out', 'seed', 'timeout_s', 'settle_s',
         'sheets', 'lab', 'policy'}

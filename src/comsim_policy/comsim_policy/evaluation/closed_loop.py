@@ -18,10 +18,10 @@ import rclpy
 from std_msgs.msg import String
 from std_srvs.srv import SetBool
 
-from comsim_teleop.graph import Graph, NodeSpec, find_executable, graph_from_launch
-from comsim_teleop.nodes.episode_runner import EpisodeRunner, RunnerError
-from comsim_teleop.nodes.ros_io import LATCHED_QOS
-from comsim_teleop.paths import repo_root
+from comsim_core.paths import repo_root
+from comsim_core.ros.episode_runner import EpisodeRunner, RunnerError
+from comsim_core.ros.graph import Graph, NodeSpec, find_executable, graph_from_launch
+from comsim_core.ros.messages import LATCHED_QOS
 
 DEPLOY_LAUNCH = 'launch/deploy.launch.py'
 CAMERAS = ['/cameras/front/image_raw', '/cameras/side/image_raw']
@@ -193,8 +193,8 @@ def evaluate(checkpoint_dirs, tasks, n_rollouts: int, regions=('id', 'ood'), var
     `out_dir/<checkpoint>/episodes`, contact sheets of the first `sheets` rollouts per
     combination to `out_dir/<checkpoint>/sheets`, the table to `out_dir/results.json`.
     """
-    from comsim_teleop.report.images import save_png
-    from comsim_teleop.report.recording import contact_sheet
+    from comsim_core.report.episodes import contact_sheet
+    from comsim_core.report.images import save_png
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

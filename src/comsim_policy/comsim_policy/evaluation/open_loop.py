@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from comsim_teleop.errors import cli_main
+from comsim_core.errors import cli_main
 
 from ..data.augment import crop
 from ..data.episode_arrays import find_episodes, resize
@@ -31,7 +31,7 @@ from ..inference import PolicyRunner, limit_cpu_threads
 
 def native_episode(path: Path, config) -> dict:
     """Native RGB frames per camera, joint state and action per first-camera frame."""
-    from comsim_teleop.episodes import Episode  # noqa: PLC0415
+    from comsim_core.episodes import Episode  # noqa: PLC0415
 
     from ..data.episode_arrays import _reorder  # noqa: PLC0415
 

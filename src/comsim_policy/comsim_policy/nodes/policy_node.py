@@ -34,11 +34,9 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from comsim_policy.control_loop import ChunkScheduler, ObservationHistory
-from comsim_policy.safety import SafetyMonitor, UnsafeCommand
-from comsim_teleop.control.limits import CommandShaper
-from comsim_teleop.nodes.params import declare_parameters
-from comsim_teleop.nodes.ros_io import (
+from comsim_core.control.limits import CommandShaper
+from comsim_core.robot.model import RobotModel
+from comsim_core.ros.messages import (
     COMMAND_QOS,
     IMAGE_QOS,
     LATCHED_QOS,
@@ -47,8 +45,10 @@ from comsim_teleop.nodes.ros_io import (
     time_to_sec,
     trajectory_msg,
 )
-from comsim_teleop.nodes.run import NodeStartupError, run_node
-from comsim_teleop.robot.model import RobotModel
+from comsim_core.ros.params import declare_parameters
+from comsim_core.ros.run import NodeStartupError, run_node
+from comsim_policy.control_loop import ChunkScheduler, ObservationHistory
+from comsim_policy.safety import SafetyMonitor, UnsafeCommand
 
 DEFAULTS = {
     'checkpoint': '',

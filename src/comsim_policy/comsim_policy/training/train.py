@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from comsim_teleop.errors import cli_main
+from comsim_core.errors import cli_main
 
 from ..checkpoint import (
     has_training_state,

@@ -28,13 +28,14 @@ from sensor_msgs.msg import CameraInfo
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from comsim_teleop.nodes.params import declare_parameters
-from comsim_teleop.nodes.ros_io import LATCHED_QOS
-from comsim_teleop.nodes.run import run_node
-from comsim_teleop.paths import resolve_config_path
-from comsim_teleop.recording import EpisodeRecorder, RecorderError, TopicSpec
-from comsim_teleop.recording.stats import RATE_WARN_FRACTION
-from comsim_teleop.recording.topics import qos_dict
+from comsim_core.episodes.errors import BagWriterError
+from comsim_core.episodes.stats import RATE_WARN_FRACTION
+from comsim_core.episodes.topics import TopicSpec, qos_dict
+from comsim_core.paths import resolve_config_path
+from comsim_core.ros.messages import LATCHED_QOS
+from comsim_core.ros.params import declare_parameters
+from comsim_core.ros.run import run_node
+from comsim_teleop.recording import EpisodeRecorder
 
 DEFAULTS = {
     'output_dir': 'output/episodes',
@@ -161,7 +162,7 @@ class RecorderNode(Node):
             try:
                 resp.message = handler()
                 resp.success = True
-            except (RecorderError, OSError, ValueError) as exc:
+            except (BagWriterError, OSError, ValueError) as exc:
                 resp.success, resp.message = False, str(exc)
                 self.get_logger().error(str(exc))
             self._publish_status()
@@ -224,7 +225,7 @@ class RecorderNode(Node):
             if key in keys:
                 try:
                     self.get_logger().info(keys[key]())
-                except (RecorderError, OSError) as exc:
+                except (BagWriterError, OSError) as exc:
                     self.get_logger().error(str(exc))
                 self._publish_status()
 

@@ -27,18 +27,18 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from comsim_teleop.control.limits import CommandShaper
-from comsim_teleop.nodes.params import ParameterConfigError, declare_parameters
-from comsim_teleop.nodes.ros_io import (
+from comsim_core.control.limits import CommandShaper
+from comsim_core.robot.model import RobotModel
+from comsim_core.ros.messages import (
     COMMAND_QOS,
     LATCHED_QOS,
     SENSOR_QOS,
     chunk_trajectory_msg,
     trajectory_msg,
 )
-from comsim_teleop.nodes.run import run_node
-from comsim_teleop.robot.model import RobotModel
-from comsim_teleop.teleop.expert import ScriptedExpert
+from comsim_core.ros.params import ParameterConfigError, declare_parameters
+from comsim_core.ros.run import run_node
+from comsim_core.tasks.expert import ScriptedExpert
 from comsim_teleop.teleop.sources import (
     CartesianVelocitySource,
     JoyMapping,

@@ -1,20 +1,9 @@
-"""Episode recording: bag writer, recorder state machine, stream statistics, crash recovery."""
+"""Episode recording on the robot: the recorder state machine and crash recovery.
 
-from .bag_writer import EpisodeBagWriter, FlushPolicy
+The bag writer, sidecar and stream statistics it uses live in ``comsim_core.episodes``.
+"""
+
 from .errors import BagWriteError, RecorderError, RecoveryError
 from .recorder import EpisodeRecorder, RecorderStatus
-from .stats import EpisodeSummary, StreamStats
-from .topics import TopicSpec
 
-__all__ = [
-    'BagWriteError',
-    'EpisodeBagWriter',
-    'EpisodeRecorder',
-    'EpisodeSummary',
-    'FlushPolicy',
-    'RecorderError',
-    'RecorderStatus',
-    'RecoveryError',
-    'StreamStats',
-    'TopicSpec',
-]
+__all__ = ['BagWriteError', 'EpisodeRecorder', 'RecorderError', 'RecorderStatus', 'RecoveryError']

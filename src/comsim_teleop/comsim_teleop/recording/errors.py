@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from ..errors import UserError
+from comsim_core.episodes.errors import BagWriterError
+from comsim_core.errors import UserError
 
 
-class RecorderError(Exception):
+class RecorderError(BagWriterError):
     """The recorder cannot do what was asked (wrong state, no disk space, failed write)."""
 
 

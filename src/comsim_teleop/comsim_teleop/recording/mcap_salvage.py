@@ -25,7 +25,7 @@ from mcap.data_stream import ReadDataStream
 from mcap.opcode import Opcode
 from mcap.records import Channel, Message, Schema
 
-from .mcap_store import MCAP_MAGIC
+from comsim_core.episodes.mcap_store import MCAP_MAGIC
 
 _HEAD = struct.Struct('<BQ')
 _CHUNK_FIXED = struct.Struct('<QQQI')  # start, end, uncompressed size, uncompressed crc

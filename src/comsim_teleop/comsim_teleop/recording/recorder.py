@@ -31,20 +31,26 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .bag_writer import EpisodeBagWriter, FlushPolicy
+from comsim_core.episodes.sidecar import SIDECAR_FORMAT, dump_yaml, write_sidecar
+from comsim_core.episodes.stats import (
+    EpisodeSummary,
+    StreamStats,
+    rate_warnings,
+    stream_stats,
+    window_rate,
+)
+from comsim_core.episodes.writer import EpisodeBagWriter, FlushPolicy
+
 from .errors import BagWriteError, RecorderError
 from .naming import next_episode_dir
-from .sidecar import dump_yaml, write_sidecar
-from .stats import EpisodeSummary, StreamStats, rate_warnings, stream_stats, window_rate
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from .topics import TopicSpec
+    from comsim_core.episodes.topics import TopicSpec
 
 log = logging.getLogger(__name__)
 
-SIDECAR_FORMAT = 'comsim-episode/1'
 BALLAST_NAME = '.reserve'
 _STOP = object()
 

@@ -36,10 +36,11 @@ from rosbags.rosbag2.metadata import parse_qos
 from rosbags.typesys import Stores, get_typestore
 from rosbags.typesys.msg import get_types_from_msg
 
+from comsim_core.episodes.mcap_store import McapBagStore
+from comsim_core.episodes.sidecar import dump_yaml, read_sidecar, update_sidecar
+
 from .errors import RecoveryError
 from .mcap_salvage import MCAP_MAGIC, SalvageLog, is_mcap, salvage
-from .mcap_store import McapBagStore
-from .sidecar import dump_yaml, read_sidecar, update_sidecar
 
 SQLITE_MAGIC = b'SQLite format 3\x00'
 

@@ -14,9 +14,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import UserError, cli_main
+from comsim_core.episodes.sidecar import confirm_success
+from comsim_core.errors import UserError, cli_main
+
 from .recover import RecoveryReport, is_readable, recover_episode
-from .sidecar import confirm_success
 
 
 def _candidates(folder: Path) -> list[Path]:

@@ -6,8 +6,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from comsim_teleop.episodes.reader import Episode
-from comsim_teleop.report.images import grid, label, save_png
+from comsim_core.report.episodes import contact_sheet
+from comsim_core.report.images import save_png
+from comsim_core.statistics import wilson_interval
 
 
 def load_sidecars(episodes_dir: Path) -> list[tuple[Path, dict]]:
@@ -18,38 +19,6 @@ def load_sidecars(episodes_dir: Path) -> list[tuple[Path, dict]]:
         if d.is_dir() and side.exists():
             out.append((d, yaml.safe_load(side.read_text())))
     return out
-
-
-def sample_frames(path: Path, topic: str, n: int) -> list[tuple[float, np.ndarray]]:
-    """`n` evenly spaced (t_s from first frame, image) pairs of one camera topic."""
-    with Episode.open(path) as ep:
-        count = ep.streams[topic].count
-        wanted = set(np.linspace(0, count - 1, n).round().astype(int).tolist())
-        frames, t0 = [], None
-        for i, (t_ns, img) in enumerate(ep.images(topic)):
-            t0 = t_ns if t0 is None else t0
-            if i in wanted:
-                frames.append(((t_ns - t0) * 1e-9, img))
-    return frames
-
-
-def contact_sheet(path: Path, cameras: list[str], n: int = 6) -> np.ndarray:
-    """One row per camera, `n` frames across the episode, each labelled with its time."""
-    rows = []
-    for cam in cameras:
-        name = cam.strip('/').split('/')[1] if cam.count('/') > 2 else cam
-        rows.append([label(img, f'{name} {t:.1f}s') for t, img in sample_frames(path, cam, n)])
-    return grid(rows)
-
-
-def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95 % Wilson score interval of a success rate k/n (sound at 0/n and n/n, unlike k/n ± se)."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def success_table(outcomes: list[tuple[str, bool]]) -> str:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from comsim_teleop.robot.model import RobotModel
+from comsim_core.robot.model import RobotModel
 
 
 class LeaderArmSource:

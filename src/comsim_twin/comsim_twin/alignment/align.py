@@ -94,7 +94,7 @@ def default_topic(cam: TwinCamera) -> str:
 
 def first_images(episode_path: str | Path, cameras: dict[str, TwinCamera]) -> dict[str, np.ndarray]:
     """The first image of each camera's topic (the arm is at home, the objects at rest)."""
-    from comsim_teleop.episodes import Episode, MissingTopicError
+    from comsim_core.episodes import Episode, MissingTopicError
 
     out = {}
     with Episode.open(episode_path) as ep:

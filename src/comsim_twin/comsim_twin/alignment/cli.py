@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from comsim_teleop.errors import cli_main, load_yaml
+from comsim_core.errors import cli_main, load_yaml
 from comsim_twin.alignment.align import align_episode
 from comsim_twin.alignment.errors import AlignmentError
 from comsim_twin.alignment.sheet import DEFAULT_SHEET, load_sheet

@@ -1,7 +1,7 @@
 """The one exception alignment raises for bad input (sheet, episode, images)."""
 from __future__ import annotations
 
-from comsim_teleop.errors import UserError
+from comsim_core.errors import UserError
 
 
 class AlignmentError(UserError, ValueError):

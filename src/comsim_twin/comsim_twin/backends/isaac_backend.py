@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from comsim_teleop.camera import Lens
-from comsim_teleop.robot.model import RobotModel
+from comsim_core.camera import Lens
+from comsim_core.robot.model import RobotModel
 from comsim_twin.backends.base import BackendUnavailableError, ReadyExposure
 from comsim_twin.scene import TwinScene
 

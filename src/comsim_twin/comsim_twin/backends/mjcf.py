@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from comsim_teleop.camera import Lens, configure_camera
+from comsim_core.camera import Lens, configure_camera
 from comsim_twin.scene import TableTexture, TwinMarker, TwinObject, TwinScene
 
 ROBOT_PREFIX = 'robot/'

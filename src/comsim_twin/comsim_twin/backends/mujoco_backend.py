@@ -1,6 +1,6 @@
 """MujocoTwin: the embedded twin backend (CPU, EGL offscreen), pixel-aligned with calibration.
 
-Every camera renders a padded ideal pinhole image that ``comsim_teleop.camera.Lens`` warps into
+Every camera renders a padded ideal pinhole image that ``comsim_core.camera.Lens`` warps into
 the calibrated camera's raw (distorted) view, the same code path the lab images went through.
 """
 from __future__ import annotations
@@ -11,8 +11,8 @@ import threading
 import mujoco
 import numpy as np
 
-from comsim_teleop.camera import Lens
-from comsim_teleop.robot.model import RobotModel
+from comsim_core.camera import Lens
+from comsim_core.robot.model import RobotModel
 from comsim_twin.backends.mjcf import ROBOT_PREFIX, TwinModel, compose
 from comsim_twin.scene import TwinScene
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from comsim_teleop.errors import cli_main
+from comsim_core.errors import cli_main
 
 from .pipeline import calibrate_from_bag
 

@@ -1,7 +1,7 @@
 """The one exception calibration raises, so callers can tell bad input from a bug."""
 from __future__ import annotations
 
-from comsim_teleop.errors import UserError
+from comsim_core.errors import UserError
 
 
 class CalibrationError(UserError, ValueError):

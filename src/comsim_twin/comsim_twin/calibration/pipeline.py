@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from comsim_teleop.episodes import Episode
-from comsim_teleop.paths import resolve_config_path
+from comsim_core.episodes import Episode
+from comsim_core.paths import resolve_config_path
 
 from .board import ChessBoard
 from .errors import CalibrationError

@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from comsim_teleop.errors import cli_main
+from comsim_core.errors import cli_main
 from comsim_twin.generation.config import DEFAULT_CONFIG, GenerationConfig
 from comsim_twin.generation.llm import choose_program
 from comsim_twin.generation.runner import generate

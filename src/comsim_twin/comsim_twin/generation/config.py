@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from comsim_teleop.errors import UserError, check_fields, load_yaml
+from comsim_core.errors import UserError, check_fields, load_yaml
 
 FORMAT = 'comsim-generation/1'
 DEFAULT_CONFIG = Path(__file__).resolve().parents[4] / 'config' / 'twin' / 'generation.yaml'

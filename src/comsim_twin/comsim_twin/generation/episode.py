@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from comsim_teleop.robot.model import RobotModel
-from comsim_teleop.teleop.expert import ScriptedExpert
-from comsim_teleop.teleop.programs import Program
+from comsim_core.robot.model import RobotModel
+from comsim_core.tasks.expert import ScriptedExpert
+from comsim_core.tasks.programs import Program
 from comsim_twin.backends.mjcf import bottle_neck
 from comsim_twin.generation.config import GenerationConfig
 from comsim_twin.generation.randomise import TASK_OBJECTS, Randomised

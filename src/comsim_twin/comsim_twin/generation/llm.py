@@ -15,8 +15,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
-from comsim_teleop.teleop.primitives import API_DESCRIPTION
-from comsim_teleop.teleop.programs import Program, ProgramError, builtin_program, parse_program
+from comsim_core.tasks.primitives import API_DESCRIPTION
+from comsim_core.tasks.programs import Program, ProgramError, builtin_program, parse_program
 from comsim_twin.generation.config import GenerationConfig
 from comsim_twin.generation.randomise import TASK_OBJECTS, episode_seed, randomise
 from comsim_twin.scene import TwinScene

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from comsim_teleop.errors import UserError
+from comsim_core.errors import UserError
 from comsim_twin.generation.config import GenerationConfig
 from comsim_twin.scene import (
     TEXTURE_KINDS,

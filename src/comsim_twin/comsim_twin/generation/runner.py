@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from comsim_teleop.recording.sidecar import read_sidecar, write_sidecar
-from comsim_teleop.teleop.programs import Program, builtin_program
+from comsim_core.episodes.sidecar import read_sidecar, write_sidecar
+from comsim_core.tasks.programs import Program, builtin_program
 from comsim_twin.generation.config import GenerationConfig
 from comsim_twin.generation.randomise import episode_seed, randomise, scale_cameras
 from comsim_twin.scene import TwinScene
@@ -87,7 +87,7 @@ def _init_worker(backend_name: str) -> None:
 
 
 def _robot(path: str):
-    from comsim_teleop.robot.model import RobotModel
+    from comsim_core.robot.model import RobotModel
     key = f'robot:{path}'
     if key not in _WORKER:
         _WORKER[key] = RobotModel.load(path or None)

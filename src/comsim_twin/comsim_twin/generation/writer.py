@@ -15,12 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from comsim_teleop.episodes.encode import rgb8_image_cdr
-from comsim_teleop.recording.bag_writer import EpisodeBagWriter, get_distro_typestore
-from comsim_teleop.recording.recorder import SIDECAR_FORMAT
-from comsim_teleop.recording.sidecar import dump_yaml, read_sidecar, write_sidecar
-from comsim_teleop.recording.stats import EpisodeSummary, stream_stats
-from comsim_teleop.recording.topics import TopicSpec
+from comsim_core.episodes.encode import rgb8_image_cdr
+from comsim_core.episodes.sidecar import SIDECAR_FORMAT, dump_yaml, read_sidecar, write_sidecar
+from comsim_core.episodes.stats import EpisodeSummary, stream_stats
+from comsim_core.episodes.topics import TopicSpec
+from comsim_core.episodes.writer import EpisodeBagWriter, get_distro_typestore
 from comsim_twin.scene import TwinCamera
 
 JOINT_STATES = '/joint_states'

@@ -13,11 +13,11 @@ from builtin_interfaces.msg import Time
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image, JointState
 
-from comsim_teleop.episodes import Episode
-from comsim_teleop.nodes.params import ParameterConfigError, declare_parameters
-from comsim_teleop.nodes.ros_io import IMAGE_QOS, SENSOR_QOS, camera_info_msg, image_msg
-from comsim_teleop.nodes.run import run_node
-from comsim_teleop.paths import resolve_config_path
+from comsim_core.episodes import Episode
+from comsim_core.paths import resolve_config_path
+from comsim_core.ros.messages import IMAGE_QOS, SENSOR_QOS, camera_info_msg, image_msg
+from comsim_core.ros.params import ParameterConfigError, declare_parameters
+from comsim_core.ros.run import run_node
 from comsim_twin.backends import make_backend
 from comsim_twin.replay.mirror import JointMirror
 from comsim_twin.replay.replay import MODES, EpisodeReplay

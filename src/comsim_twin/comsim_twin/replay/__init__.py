@@ -1,6 +1,6 @@
 """Replay recorded episodes in the twin: paired episodes (real | sim), gap report, batch CLI."""
+from comsim_core.episodes.paired import PairedEpisodeWriter, is_complete
 from comsim_twin.replay.gap import gap_report, side_by_side
-from comsim_twin.replay.paired import PairedEpisodeWriter, is_complete
 from comsim_twin.replay.replay import (
     EpisodeReplay,
     ReplayError,

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import yaml
 
-from comsim_teleop.errors import cli_main, debug_requested, user_message
-from comsim_teleop.recording.sidecar import update_sidecar
+from comsim_core.episodes.paired import is_complete
+from comsim_core.episodes.sidecar import update_sidecar
+from comsim_core.errors import cli_main, debug_requested, user_message
 from comsim_twin.backends import BACKENDS, make_backend
 from comsim_twin.replay.gap import gap_report
-from comsim_twin.replay.paired import is_complete
 from comsim_twin.replay.replay import MODES, paired_path, replay_episode
 from comsim_twin.scene import TwinScene
 

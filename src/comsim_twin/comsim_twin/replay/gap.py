@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from comsim_teleop.episodes import Episode
-from comsim_teleop.errors import UserError
-from comsim_twin.metrics import comparison_row, psnr, ssim, stack_rows
-from comsim_twin.replay.paired import paired_cameras, real_image_topic, sim_image_topic
+from comsim_core.episodes import Episode
+from comsim_core.episodes.paired import paired_cameras, real_image_topic, sim_image_topic
+from comsim_core.errors import UserError
+from comsim_core.metrics import comparison_row, psnr, ssim, stack_rows
 
 
 class PairingError(UserError, ValueError):

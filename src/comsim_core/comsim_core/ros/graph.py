@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from comsim_teleop.errors import EXIT_USAGE, UserError, cli_main
+from comsim_core.errors import EXIT_USAGE, UserError, cli_main
 
 
 def find_executable(name: str) -> str | None:

@@ -21,6 +21,7 @@ import yaml
 from ..errors import UserError
 
 SIDECAR_NAME = 'episode.yaml'
+SIDECAR_FORMAT = 'comsim-episode/1'   # the `format` field of every sidecar
 # libyaml's safe loader where PyYAML was built with it: the same safe subset as yaml.safe_load
 # (no arbitrary objects), parsed in C (~10x faster: sidecars are read per episode, in batches).
 _SAFE_LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from comsim_teleop.robot.model import RobotModel, tool_down_rotation
+from comsim_core.robot.model import RobotModel, tool_down_rotation
 
 _MINJERK_PEAK = 1.875   # peak / mean speed of a minimum-jerk profile
 

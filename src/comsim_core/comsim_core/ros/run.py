@@ -4,7 +4,7 @@ A node's optional `close()` runs before it is destroyed, so recorders and simula
 their work (close the episode, stop the sim thread) whatever ended the process. A user mistake
 (a params file that does not parse or has no section for the node, a misspelt or mistyped
 parameter, a bad checkpoint) gets the console scripts' one line and exit code 2
-(`comsim_teleop.errors`); `--debug` or `COMSIM_DEBUG=1` keeps the traceback.
+(`comsim_core.errors`); `--debug` or `COMSIM_DEBUG=1` keeps the traceback.
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 
-from comsim_teleop.errors import EXIT_USAGE, UserError, debug_requested, user_message
-from comsim_teleop.nodes.params import params_files_of
+from comsim_core.errors import EXIT_USAGE, UserError, debug_requested, user_message
+from comsim_core.ros.params import params_files_of
 
 
 class NodeStartupError(UserError):

@@ -20,7 +20,6 @@ import numpy as np
 from rosbags.highlevel import AnyReader
 from rosbags.typesys import Stores, get_typestore
 
-from ..recording.sidecar import load_yaml, sidecar_path
 from .align import hold_at, interpolate_at, merge_trajectories
 from .decode import deserialize_tolerant, joint_states_from_cdr
 from .errors import (
@@ -32,6 +31,7 @@ from .errors import (
     WrongEncodingError,
 )
 from .images import compressed_to_rgb, image_to_rgb, stamp_ns
+from .sidecar import load_yaml, sidecar_path
 from .types import Commands, Frame, JointStates, StreamInfo
 
 if TYPE_CHECKING:

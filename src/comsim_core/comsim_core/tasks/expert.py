@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from comsim_teleop.robot.model import RobotModel
-from comsim_teleop.teleop.primitives import (  # noqa: F401  (re-exported, older imports)
+from comsim_core.control.waypoints import WaypointTrajectory
+from comsim_core.robot.model import RobotModel
+from comsim_core.tasks.primitives import (  # noqa: F401  (re-exported, older imports)
     OPEN,
     PALM_ABOVE_TCP,
     TIP_BELOW_TCP,
     grasp_yaw,
 )
-from comsim_teleop.teleop.programs import BUILTIN, Program, builtin_program, compile_program
-from comsim_teleop.teleop.waypoint_trajectory import WaypointTrajectory
+from comsim_core.tasks.programs import BUILTIN, Program, builtin_program, compile_program
 
 
 class ScriptedExpert:

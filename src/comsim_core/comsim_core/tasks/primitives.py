@@ -13,8 +13,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from comsim_teleop.robot.model import RobotModel
-from comsim_teleop.teleop.waypoint_trajectory import Keyframe
+from comsim_core.control.waypoints import Keyframe
+from comsim_core.robot.model import RobotModel
 
 TIP_BELOW_TCP = 0.015   # default arm: fingertip ends 1.5 cm beyond the tcp site
 PALM_ABOVE_TCP = 0.045  # palm underside above the tcp

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 from rclpy.node import Node
 
-from comsim_teleop.errors import UserError, load_yaml
+from comsim_core.errors import UserError, load_yaml
 
 # Parameters every rclpy node accepts without declaring them.
 _BUILTIN = {'use_sim_time', 'start_type_description_service'}

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from comsim_teleop.errors import UserError
-from comsim_teleop.robot.model import RobotModel
-from comsim_teleop.teleop.primitives import PRIMITIVES, Planner, PrimitiveError
-from comsim_teleop.teleop.waypoint_trajectory import Keyframe
+from comsim_core.control.waypoints import Keyframe
+from comsim_core.errors import UserError
+from comsim_core.robot.model import RobotModel
+from comsim_core.tasks.primitives import PRIMITIVES, Planner, PrimitiveError
 
 
 class ProgramError(UserError, ValueError):

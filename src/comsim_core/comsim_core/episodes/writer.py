@@ -30,7 +30,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
 from rosbags.rosbag2.metadata import parse_qos
 from rosbags.typesys import Stores, get_typestore
 
-from .errors import RecorderError
+from .errors import BagWriterError
 from .mcap_store import McapBagStore
 from .topics import TopicSpec
 
@@ -75,7 +75,7 @@ def get_distro_typestore(distro: str) -> Typestore:
     try:
         return get_typestore(DISTROS[distro])
     except KeyError:
-        raise RecorderError(f'unknown distro {distro!r}; supported: {sorted(DISTROS)}') from None
+        raise BagWriterError(f'unknown distro {distro!r}; supported: {sorted(DISTROS)}') from None
 
 
 def _rebind_sqlite_connection(store: object) -> None:
@@ -106,10 +106,10 @@ class EpisodeBagWriter:
     def __init__(self, path: Path, topics: Sequence[TopicSpec], *, storage: str = 'mcap',
                  distro: str = 'kilted', flush_policy: FlushPolicy | None = None) -> None:
         if storage not in STORAGES:
-            raise RecorderError(f'unknown storage {storage!r}; supported: {sorted(STORAGES)}')
+            raise BagWriterError(f'unknown storage {storage!r}; supported: {sorted(STORAGES)}')
         names = [t.name for t in topics]
         if len(set(names)) != len(names):
-            raise RecorderError(f'duplicate topics in {names}')
+            raise BagWriterError(f'duplicate topics in {names}')
         self.path = Path(path)
         self.topics = list(topics)
         self.storage = storage
@@ -118,7 +118,7 @@ class EpisodeBagWriter:
         self.typestore = get_distro_typestore(distro)
         missing = [t.msgtype for t in self.topics if t.msgtype not in self.typestore.fielddefs]
         if missing:
-            raise RecorderError(f'message types unknown to the {distro} typestore: {missing}')
+            raise BagWriterError(f'message types unknown to the {distro} typestore: {missing}')
         self._mcap: McapBagStore | None = None
         self._sqlite: Writer | None = None
         self._qos: dict[str, list[dict[str, Any]]] = {}
@@ -147,7 +147,7 @@ class EpisodeBagWriter:
                 self._sqlite.open()
                 _rebind_sqlite_connection(self._sqlite.storage)
         except (OSError, WriterError) as exc:
-            raise RecorderError(f'cannot create bag {self.path}: {exc}') from exc
+            raise BagWriterError(f'cannot create bag {self.path}: {exc}') from exc
         self._open = True
         if self._mcap is not None:
             for spec in self.topics:
@@ -183,7 +183,7 @@ class EpisodeBagWriter:
     def write(self, topic: str, raw: bytes | memoryview, t_ns: int) -> None:
         """Append one serialized message (log time ``t_ns``); may flush per the policy."""
         if not any(t.name == topic for t in self.topics):
-            raise RecorderError(f'topic {topic!r} is not part of this bag: '
+            raise BagWriterError(f'topic {topic!r} is not part of this bag: '
                                 f'{[t.name for t in self.topics]}')
         if self._mcap is not None:
             self._mcap.write(topic, raw, t_ns)

@@ -1,6 +1,6 @@
 """Paired episodes: a real episode and its twin replay in one rosbag2, on one time base.
 
-Layout (a normal episode directory, readable by ``comsim_teleop.episodes.Episode``):
+Layout (a normal episode directory, readable by ``comsim_core.episodes.Episode``):
 
 * ``/real/cameras/<cam>/image_raw``: the recorded images, bytes copied as recorded;
 * ``/sim/cameras/<cam>/image_raw``: twin renders with the SAME header stamps (and log times);
@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from comsim_teleop.episodes.encode import joint_state_cdr, rgb8_image_cdr
-from comsim_teleop.episodes.reader import IMAGE, JOINT_STATE
-from comsim_teleop.recording.bag_writer import EpisodeBagWriter
-from comsim_teleop.recording.sidecar import read_sidecar, write_sidecar
-from comsim_teleop.recording.topics import TopicSpec
+from comsim_core.episodes.encode import joint_state_cdr, rgb8_image_cdr
+from comsim_core.episodes.reader import IMAGE, JOINT_STATE
+from comsim_core.episodes.sidecar import read_sidecar, write_sidecar
+from comsim_core.episodes.topics import TopicSpec
+from comsim_core.episodes.writer import EpisodeBagWriter
 
 FORMAT = 'comsim-paired-episode/1'
 SIM_JOINT_STATES = '/sim/joint_states'

@@ -16,7 +16,7 @@ from rclpy.qos import (
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from comsim_teleop.control.trajectory import TrajectoryPoint
+from comsim_core.control.trajectory import TrajectoryPoint
 
 SENSOR_QOS = qos_profile_sensor_data
 # Camera images: reliable, shallow. Best effort loses 640x480 frames to UDP fragment loss even

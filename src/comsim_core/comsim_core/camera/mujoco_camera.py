@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from comsim_teleop.camera.distortion import Lens
-from comsim_teleop.camera.pinhole import intrinsics
+from comsim_core.camera.distortion import Lens
+from comsim_core.camera.pinhole import intrinsics
 
 OPENCV_TO_MUJOCO = np.diag([1.0, -1.0, -1.0])
 PIXEL_PITCH = 1e-5   # arbitrary sensor pixel size (m); only ratios matter

@@ -2,7 +2,7 @@
 
 Provides the default ComSim arm and RobotModel (FK, Jacobian, IK).
 """
-from comsim_teleop.robot.model import (
+from comsim_core.robot.model import (
                                        DEFAULT_ARM_PATH,
                                        IKError,
                                        IKResult,

@@ -52,3 +52,8 @@ class AlignmentError(EpisodeError):
     def __init__(self, message: str, gap_s: float) -> None:
         super().__init__(message)
         self.gap_s = gap_s
+
+
+class BagWriterError(Exception):
+    """The bag writer cannot do what was asked (unknown distro or type, existing path, write
+    failure); the recorder and the episode writers turn it into their own errors."""

@@ -18,9 +18,9 @@ from rclpy.parameter import Parameter
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from comsim_teleop.nodes.params import declare_parameters
-from comsim_teleop.nodes.ros_io import LATCHED_QOS
-from comsim_teleop.nodes.run import run_node
+from comsim_core.ros.messages import LATCHED_QOS
+from comsim_core.ros.params import declare_parameters
+from comsim_core.ros.run import run_node
 
 DEFAULTS = {
     'tasks': ['stack_blocks', 'move_card', 'shake_bottle'],
