@@ -1,0 +1,128 @@
+"""The twin's estimates scored against the bench lab's hidden ground truth.
+
+The twin never reads the lab's truth; only the main job may, so the scoring lives here, next to
+the truth. Inputs are plain arrays and the twin's alignment reports (dicts), so this module
+needs nothing from the twin package.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from .config import LabConfig
+from .lab import BenchLab
+
+ROUND_SHAPES = ('cylinder', 'bottle')   # no yaw to score
+
+
+@dataclass(frozen=True)
+class CameraScore:
+    """Estimated minus true intrinsics (px) and the extrinsic pose error of one camera."""
+
+    camera: str
+    fx_px: float
+    fy_px: float
+    cx_px: float
+    cy_px: float
+    position_mm: float
+    rotation_deg: float
+
+
+@dataclass(frozen=True)
+class ObjectScore:
+    """One aligned object against the lab's layout; errors are None when not scored."""
+
+    episode: str
+    object: str
+    in_layout: bool
+    position_mm: float | None = None   # in the table plane (x, y)
+    yaw_deg: float | None = None       # None for round objects; boxes modulo 90 degrees
+
+
+@dataclass(frozen=True)
+class TwinScores:
+    cameras: list[CameraScore]
+    objects: list[ObjectScore]
+
+    def position_errors_mm(self) -> list[float]:
+        """Position errors of the objects that are in the bench layout."""
+        return [o.position_mm for o in self.objects if o.position_mm is not None]
+
+
+def pose_error(T_true: np.ndarray, T_est: np.ndarray) -> tuple[float, float]:
+    """(translation metres, rotation degrees) between two 4x4 poses."""
+    T_true, T_est = np.asarray(T_true, float), np.asarray(T_est, float)
+    dt = float(np.linalg.norm(T_true[:3, 3] - T_est[:3, 3]))
+    cos = (np.trace(T_true[:3, :3].T @ T_est[:3, :3]) - 1.0) / 2.0
+    return dt, float(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))))
+
+
+def camera_score(camera: str, K_true: np.ndarray, T_true: np.ndarray, K_est: np.ndarray,
+                 T_est: np.ndarray) -> CameraScore:
+    dK = np.asarray(K_est, float) - np.asarray(K_true, float)
+    dt, da = pose_error(T_true, T_est)
+    return CameraScore(camera, float(dK[0, 0]), float(dK[1, 1]), float(dK[0, 2]),
+                       float(dK[1, 2]), dt * 1000.0, da)
+
+
+def yaw_deg(quat_wxyz) -> float:
+    """Yaw (degrees) of a MuJoCo quaternion (w, x, y, z)."""
+    w, x, y, z = (float(v) for v in quat_wxyz)
+    return float(np.degrees(np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))))
+
+
+def object_scores(episode: str, aligned: Mapping[str, Mapping], truth: Mapping[str, Mapping]
+                  ) -> list[ObjectScore]:
+    """Score each aligned object (``position`` m, ``yaw`` rad) against the true layout (``pos``,
+    ``quat``, ``shape``): a box's yaw is taken modulo 90 degrees (its faces look alike)."""
+    scores = []
+    for name, est in aligned.items():
+        true = truth.get(name)
+        if true is None:
+            scores.append(ObjectScore(episode, name, in_layout=False))
+            continue
+        err = float(np.linalg.norm(np.asarray(est['position'][:2], float)
+                                   - np.asarray(true['pos'][:2], float)))
+        dyaw = None
+        if true.get('shape') not in ROUND_SHAPES:
+            dyaw = (float(np.degrees(est['yaw'])) - yaw_deg(true['quat']) + 45) % 90 - 45
+        scores.append(ObjectScore(episode, name, True, err * 1000.0, dyaw))
+    return scores
+
+
+def episode_reset(episode_dir: Path) -> tuple[str, int, str, str | None]:
+    """(task, seed, region, variant) the lab was reset with for a recorded episode."""
+    side = yaml.safe_load((Path(episode_dir) / 'episode.yaml').read_text()) or {}
+    meta = side.get('metadata') or {}
+    notes = dict(re.findall(r'(\w+)=(\S*)', str(meta.get('notes', ''))))
+    return (meta['task'], int(notes['seed']), notes.get('region') or 'id',
+            notes.get('variant') or None)
+
+
+def true_layout(lab: BenchLab, episode_dir: Path) -> dict[str, dict]:
+    """The lab's true object poses at the start of a recorded episode (same reset)."""
+    lab.reset(*episode_reset(episode_dir))
+    return lab.task_state()['objects']
+
+
+def score_twin(config: LabConfig, cameras: Mapping[str, tuple[np.ndarray, np.ndarray]],
+               alignment: Mapping[str, tuple[Path, Mapping[str, Mapping]]]) -> TwinScores:
+    """Score calibrated cameras (name -> (K, T_base_camera)) and aligned episodes (name ->
+    (recorded episode folder, aligned objects)) against the lab built from ``config``."""
+    lab = BenchLab(config, None)
+    try:
+        cams = []
+        for cam, (K, T) in cameras.items():
+            truth = lab.camera_info(cam)
+            cams.append(camera_score(cam, truth.K, truth.T_base_camera, K, T))
+        objects = []
+        for name, (episode_dir, aligned) in alignment.items():
+            objects += object_scores(name, aligned, true_layout(lab, episode_dir))
+    finally:
+        lab.close()
+    return TwinScores(cams, objects)
