@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_replay_support import TRAJ_TOPIC, joint_state_cdr, record_episode
 
 from comsim_core.episodes import Episode
 from comsim_core.episodes.paired import SIM_JOINT_STATES, real_image_topic, sim_image_topic
@@ -15,10 +14,12 @@ from comsim_twin.replay import (
     EpisodeReplay,
     ReplayError,
     gap_report,
-    is_complete,
+    is_complete_paired,
     replay_episode,
     side_by_side,
 )
+from fixtures.bench_lab_episodes import TRAJ_TOPIC, record_episode
+from fixtures.cdr import joint_state_cdr
 
 
 @pytest.fixture(scope='module')
@@ -50,7 +51,7 @@ def replays(recorded, backend, tmp_path_factory):
 def test_paired_episode_has_both_streams_on_the_real_time_base(recorded, replays, mode):
     source, scene, _ = recorded
     paired, _ = replays[mode]
-    assert is_complete(paired)
+    assert is_complete_paired(paired)
     side = read_sidecar(paired)
     assert side['mode'] == mode and side['source_episode'] == str(source.resolve())
     assert side['twin_scene']['cameras'].keys() == scene.cameras.keys()

@@ -7,15 +7,16 @@ import sys
 import numpy as np
 import pytest
 import yaml
-from test_replay_support import TS, _header, record_episode
 
 from comsim_core.episodes import Episode
-from comsim_core.episodes.paired import is_complete
+from comsim_core.episodes.paired import is_complete_paired
 from comsim_core.episodes.reader import IMAGE
 from comsim_core.episodes.sidecar import read_sidecar
 from comsim_core.episodes.topics import TopicSpec
 from comsim_teleop.recording import EpisodeRecorder
 from comsim_twin.replay.cli import main
+from fixtures.bench_lab_episodes import record_episode
+from fixtures.cdr import TS, header
 
 
 @pytest.fixture(scope='module')
@@ -34,7 +35,7 @@ def test_batch_is_resumable_and_reports_the_gap(recorded, tmp_path, capsys):
     assert rc == 1, text
     assert f'no episode directory at {missing}' in text.err
     paired = out / f'{bag.name}_kinematic'
-    assert is_complete(paired)
+    assert is_complete_paired(paired)
     assert 'gap: front PSNR' in text.out and 'side PSNR' in text.out
     assert '1/2 episodes paired' in text.out
     side = read_sidecar(paired)
@@ -58,7 +59,7 @@ def test_interrupted_output_is_replayed_again(recorded, tmp_path, capsys):
     rc = main([str(bag), '--scene', str(scene_file), '--out', str(out), '--mode', 'dynamic',
                '--no-gap'])
     assert rc == 0, capsys.readouterr()
-    assert is_complete(out / f'{bag.name}_dynamic') and not partial.exists()
+    assert is_complete_paired(out / f'{bag.name}_dynamic') and not partial.exists()
 
 
 def test_bad_scene_file_is_a_clear_error(tmp_path):
@@ -90,7 +91,7 @@ def _rewrite(src, root, image=None):
 def _image(msg, h, w, encoding='rgb8', channels=3):
     stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
     out = TS.types['sensor_msgs/msg/Image'](
-        header=_header(stamp, msg.header.frame_id), height=h, width=w, encoding=encoding,
+        header=header(stamp, msg.header.frame_id), height=h, width=w, encoding=encoding,
         is_bigendian=0, step=w * channels, data=np.zeros(h * w * channels, np.uint8))
     return bytes(TS.serialize_cdr(out, 'sensor_msgs/msg/Image'))
 
@@ -107,7 +108,7 @@ def test_a_failing_episode_is_marked_and_the_batch_goes_on(recorded, tmp_path, c
     rc = main([*map(str, bags), '--scene', str(scene_file), '--out', str(out)])
     text = capsys.readouterr()
     assert rc == 1, text
-    assert is_complete(out / f'{bag.name}_kinematic')
+    assert is_complete_paired(out / f'{bag.name}_kinematic')
     assert '1/4 episodes paired' in text.out
     lines = {b: next(ln for ln in text.err.splitlines() if f'{b}: FAILED' in ln) for b in bags[:3]}
     assert "is 160x120" in lines[bigger] and '192x144 images' in lines[bigger], lines
@@ -115,11 +116,11 @@ def test_a_failing_episode_is_marked_and_the_batch_goes_on(recorded, tmp_path, c
     assert "no frames for camera" in lines[blind], lines
     for b in bags[:3]:
         paired = out / f'{b.name}_kinematic'
-        assert not paired.exists() and not is_complete(paired)
+        assert not paired.exists() and not is_complete_paired(paired)
         note = yaml.safe_load((out / f'{b.name}_kinematic.failed.yaml').read_text())
         assert note['status'] == 'failed' and note['source_episode'] == str(b)
     # the gap report failed after the replay: its output is set aside, never counted as done
-    assert is_complete(out / f'.{blind.name}_kinematic.failed')
+    assert is_complete_paired(out / f'.{blind.name}_kinematic.failed')
 
     rc = main([*map(str, bags), '--scene', str(scene_file), '--out', str(out), '--no-gap'])
     text = capsys.readouterr()

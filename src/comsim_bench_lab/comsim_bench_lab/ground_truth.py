@@ -62,7 +62,7 @@ from comsim_core.episodes.decode import deserialize_tolerant
 from comsim_core.episodes.encode import rgb8_image_cdr
 from comsim_core.episodes.errors import EpisodeError
 from comsim_core.episodes.images import image_to_rgb, stamp_ns
-from comsim_core.episodes.paired import PairedEpisodeWriter, is_complete
+from comsim_core.episodes.paired import PairedEpisodeWriter, is_complete_paired
 from comsim_core.episodes.reader import FLOAT_ARRAY, IMAGE, JOINT_STATE, TRAJECTORY
 from comsim_core.episodes.tracks import JointTrack
 from comsim_core.errors import UserError, cli_main
@@ -476,7 +476,7 @@ class GroundTruthRenderer:
         t_wall = time.perf_counter()
         path = Path(sim_episode).resolve()
         out = Path(out_dir) / (name or path.name)
-        if is_complete(out):
+        if is_complete_paired(out):
             return GroundTruthResult(out, skipped=True)
         if out.exists():
             raise GroundTruthError(f'{out} exists but is not a complete paired episode; '

@@ -1,4 +1,5 @@
-"""Episode reader API: ``Episode.open(path)`` and the data it returns."""
+"""Episode I/O: ``find_episodes`` under a folder, ``Episode.open(path)`` and the data it returns,
+``EpisodeMeta`` (typed sidecar metadata)."""
 
 from .errors import (
     AlignmentError,
@@ -8,6 +9,8 @@ from .errors import (
     MissingTopicError,
     WrongEncodingError,
 )
+from .layout import PARTIAL_DIR, find_episodes, is_complete, is_episode_dir
+from .meta import EpisodeMeta, read_meta
 from .reader import Episode, FrameStream
 from .types import Commands, Frame, JointStates, StreamInfo
 
@@ -15,8 +18,10 @@ __all__ = [
     'AlignmentError',
     'Commands',
     'CorruptEpisodeError',
+    'PARTIAL_DIR',
     'Episode',
     'EpisodeError',
+    'EpisodeMeta',
     'EpisodeNotFoundError',
     'Frame',
     'FrameStream',
@@ -24,4 +29,8 @@ __all__ = [
     'MissingTopicError',
     'StreamInfo',
     'WrongEncodingError',
+    'find_episodes',
+    'is_complete',
+    'is_episode_dir',
+    'read_meta',
 ]

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from comsim_core.episodes.encode import joint_state_cdr, rgb8_image_cdr
+from comsim_core.episodes.layout import COMPLETE, is_complete
 from comsim_core.episodes.reader import IMAGE, JOINT_STATE
 from comsim_core.episodes.sidecar import read_sidecar, write_sidecar
 from comsim_core.episodes.topics import TopicSpec
@@ -27,7 +28,6 @@ from comsim_core.episodes.writer import EpisodeBagWriter
 
 FORMAT = 'comsim-paired-episode/1'
 SIM_JOINT_STATES = '/sim/joint_states'
-COMPLETE = 'complete'
 
 
 def real_image_topic(camera: str) -> str:
@@ -38,10 +38,9 @@ def sim_image_topic(camera: str) -> str:
     return f'/sim/cameras/{camera}/image_raw'
 
 
-def is_complete(path: Path) -> bool:
-    """Whether ``path`` holds a finished paired episode."""
-    side = read_sidecar(Path(path)) if Path(path).is_dir() else None
-    return bool(side) and side.get('format') == FORMAT and side.get('status') == COMPLETE
+def is_complete_paired(path: Path) -> bool:
+    """Whether ``path`` holds a finished paired episode (not just any finished episode)."""
+    return is_complete(path, FORMAT)
 
 
 def paired_cameras(path: Path) -> list[str]:

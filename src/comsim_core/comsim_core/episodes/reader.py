@@ -31,6 +31,7 @@ from .errors import (
     WrongEncodingError,
 )
 from .images import compressed_to_rgb, image_to_rgb, stamp_ns
+from .meta import EpisodeMeta
 from .sidecar import load_yaml, sidecar_path
 from .types import Commands, Frame, JointStates, StreamInfo
 
@@ -164,7 +165,17 @@ class Episode:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def meta(self) -> EpisodeMeta:
+        """The typed fields of the sidecar's ``metadata`` block (task, seed, region, ...)."""
+        return EpisodeMeta.from_dict(self.metadata.get('metadata'), str(sidecar_path(self.path)))
+
     # ------------------------------------------------------------------ streams
+    @property
+    def connections(self) -> list[Connection]:
+        """The bag's connections (topic, type, message definition, QoS), for copying a bag."""
+        return list(self._reader.connections)
+
     @property
     def topics(self) -> list[str]:
         """Topic names in the bag."""

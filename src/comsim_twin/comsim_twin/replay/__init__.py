@@ -1,5 +1,5 @@
 """Replay recorded episodes in the twin: paired episodes (real | sim), gap report, batch CLI."""
-from comsim_core.episodes.paired import PairedEpisodeWriter, is_complete
+from comsim_core.episodes.paired import PairedEpisodeWriter, is_complete_paired
 from comsim_twin.replay.gap import gap_report, side_by_side
 from comsim_twin.replay.replay import (
     EpisodeReplay,
@@ -10,4 +10,4 @@ from comsim_twin.replay.replay import (
 )
 
 __all__ = ['EpisodeReplay', 'PairedEpisodeWriter', 'ReplayError', 'ReplayEvent', 'gap_report',
-           'is_complete', 'paired_path', 'replay_episode', 'side_by_side']
+           'is_complete_paired', 'paired_path', 'replay_episode', 'side_by_side']

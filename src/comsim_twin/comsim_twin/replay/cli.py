@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from comsim_core.episodes.paired import is_complete
+from comsim_core.episodes.paired import is_complete_paired
 from comsim_core.episodes.sidecar import update_sidecar
 from comsim_core.errors import cli_main, debug_requested, user_message
 from comsim_twin.backends import BACKENDS, make_backend
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         for i, bag in enumerate(args.bags, 1):
             out = paired_path(args.out, bag, args.mode)
             tag = f'[{i}/{total}] {bag}'
-            if is_complete(out):
+            if is_complete_paired(out):
                 print(f'{tag}: done already -> {out} (skipped)', flush=True)
                 continue
             t0 = time.perf_counter()
