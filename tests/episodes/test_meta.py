@@ -40,3 +40,10 @@ def test_unset_fields_and_other_keys() -> None:
 def test_wrong_types_name_the_episode(bad: dict, match: str) -> None:
     with pytest.raises(EpisodeError, match=f'ep7/episode.yaml: metadata.*{match}'):
         EpisodeMeta.from_dict(bad, 'ep7/episode.yaml')
+
+
+def test_ros_parameters_have_no_null_seed() -> None:
+    params = EpisodeMeta(task='move_card', operator='policy:tiny').to_params()
+    assert params['seed'] == -1 and isinstance(params['seed'], int)
+    assert EpisodeMeta.from_params(params) == EpisodeMeta(task='move_card', operator='policy:tiny')
+    assert EpisodeMeta.from_params({**params, 'seed': 0}).seed == 0

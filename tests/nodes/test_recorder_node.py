@@ -12,6 +12,7 @@ from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from comsim_core.episodes.meta import EpisodeMeta
 from comsim_core.episodes.reader import Episode
 from comsim_core.ros.messages import IMAGE_QOS, LATCHED_QOS, SENSOR_QOS, image_msg
 
@@ -50,7 +51,7 @@ def test_episodes_by_service_and_sigint_closes_cleanly(ros_node, start_node, tmp
     out = tmp_path / 'episodes'
     proc = start_node('comsim-recorder', 'recorder', {
         'use_sim_time': False, 'output_dir': str(out), 'topics': TOPICS, 'min_free_mb': 1,
-        'task': 'unit', 'operator': 'pytest'})
+        'task': 'unit', 'operator': 'pytest', 'seed': 4, 'region': 'ood', 'notes': 'by hand'})
     js_pub = ros_node.create_publisher(JointState, '/joint_states', SENSOR_QOS)
     img_pub = ros_node.create_publisher(Image, '/cam/image_raw', IMAGE_QOS)
     spin_until(ros_node, lambda: False, 1.5)  # discovery: the recorder subscribes on sight
@@ -78,6 +79,9 @@ def test_episodes_by_service_and_sigint_closes_cleanly(ros_node, start_node, tmp
     with Episode.open(first) as ep:
         assert ep.metadata['metadata']['task'] == 'unit'
         assert ep.metadata['metadata']['operator'] == 'pytest'
+        assert ep.meta == EpisodeMeta(task='unit', seed=4, region='ood', variant='',
+                                      source='real', operator='pytest')
+        assert ep.metadata['metadata']['notes'] == 'by hand'
         assert ep.metadata['status'] == 'complete' and ep.metadata['success'] is True
         js = ep.joint_states('/joint_states')  # rclpy bytes, empty velocity: reads back
         assert js.position.shape[1] == 2 and np.isnan(js.velocity).all()

@@ -15,6 +15,8 @@ from typing import Any
 from .errors import EpisodeError
 from .sidecar import read_sidecar, sidecar_path
 
+UNSET_SEED = -1   # the seed parameter's "not recorded" (lab seeds are >= 0)
+
 
 @dataclass(frozen=True)
 class EpisodeMeta:
@@ -46,6 +48,19 @@ class EpisodeMeta:
     def from_sidecar(cls, sidecar: dict[str, Any] | None, where: str = 'episode') -> EpisodeMeta:
         """The typed fields of an ``episode.yaml`` (its ``metadata`` block)."""
         return cls.from_dict((sidecar or {}).get('metadata'), where)
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any], where: str = 'parameters') -> EpisodeMeta:
+        """From ROS parameters (``to_params``): ``seed`` -1 is unset."""
+        data = {f.name: params.get(f.name) for f in fields(cls)}
+        if data['seed'] == UNSET_SEED:
+            data['seed'] = None
+        return cls.from_dict(data, where)
+
+    def to_params(self) -> dict[str, Any]:
+        """As the recorder node's parameters; a ROS parameter has no null, so an unset seed is
+        ``UNSET_SEED``."""
+        return {**asdict(self), 'seed': UNSET_SEED if self.seed is None else self.seed}
 
     def to_dict(self) -> dict[str, Any]:
         """The fields for the sidecar's ``metadata`` block (all of them, so readers see which

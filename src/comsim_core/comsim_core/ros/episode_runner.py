@@ -18,6 +18,7 @@ from rclpy.parameter import Parameter
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from comsim_core.episodes.meta import EpisodeMeta
 from comsim_core.ros.messages import LATCHED_QOS
 from comsim_core.ros.params import declare_parameters
 from comsim_core.ros.run import run_node
@@ -45,6 +46,10 @@ class EpisodeResult:
     path: str
     summary: dict
     message: str = ''
+
+
+# The bench lab stands in for the real lab: what its cameras film is the "real" data.
+LAB_SOURCE = 'real'
 
 
 class RunnerError(RuntimeError):
@@ -91,6 +96,10 @@ class EpisodeRunner(Node):
         if bad:
             raise RunnerError(f'setting {values} on /{node} failed: {bad}')
 
+    def label_episode(self, recorder_node: str, meta: EpisodeMeta) -> None:
+        """Tell the recorder what the next episode is (its metadata parameters)."""
+        self.set_params(recorder_node, **meta.to_params())
+
     def now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
@@ -110,8 +119,9 @@ class EpisodeRunner(Node):
         lab, rec, tel = self.p.lab_node, self.p.recorder_node, self.p.teleop_node
         self.set_params(lab, task=task, seed=seed, region=self.p.region, variant=self.p.variant)
         self.trigger(f'/{lab}/reset')
-        self.set_params(rec, task=task, operator=self.p.operator,
-                        notes=f'seed={seed} region={self.p.region} variant={self.p.variant}')
+        self.label_episode(rec, EpisodeMeta(task=task, seed=seed, region=self.p.region,
+                                            variant=self.p.variant, source=LAB_SOURCE,
+                                            operator=self.p.operator))
         self.wait_sim(self.p.settle_s)
         self.trigger(f'/{rec}/start')
         self.teleop_state = None

@@ -18,8 +18,9 @@ import rclpy
 from std_msgs.msg import String
 from std_srvs.srv import SetBool
 
+from comsim_core.episodes.meta import EpisodeMeta
 from comsim_core.paths import repo_root
-from comsim_core.ros.episode_runner import EpisodeRunner, RunnerError
+from comsim_core.ros.episode_runner import LAB_SOURCE, EpisodeRunner, RunnerError
 from comsim_core.ros.graph import Graph, NodeSpec, find_executable, graph_from_launch
 from comsim_core.ros.messages import LATCHED_QOS
 
@@ -157,8 +158,9 @@ def _rollout(client: EvalClient, graph: Graph, name: str, task: str, region: str
     wall0 = time.monotonic()
     client.set_params('bench_lab', task=task, seed=seed, region=region, variant=variant)
     client.trigger('/bench_lab/reset')
-    client.set_params('recorder', task=task, operator=f'policy:{name}',
-                      notes=f'seed={seed} region={region} variant={variant}')
+    client.label_episode('recorder', EpisodeMeta(task=task, seed=seed, region=region,
+                                                 variant=variant, source=LAB_SOURCE,
+                                                 operator=f'policy:{name}'))
     client.wait_sim(settle_s)
     client.trigger('/recorder/start')
     client.enable_policy(True)

@@ -2,8 +2,10 @@
 
 Episode control by services (`~/start`, `~/stop_success`, `~/stop_failure`, `~/discard`,
 `~/rerecord`) or keys in this terminal (s start, y success, n failure, d discard, r re-record).
-Metadata (task, operator, notes) comes from parameters, which can be changed between episodes
-(`ros2 param set /recorder task stack_blocks`). Streams that fall under their expected rate are
+Metadata comes from parameters, which can be changed between episodes
+(`ros2 param set /recorder task stack_blocks`): the typed fields of `EpisodeMeta` (task, seed,
+region, variant, source, operator; seed -1 = not recorded) that later stages read, and free-text
+`notes` for people. Streams that fall under their expected rate are
 reported while recording. Ctrl-C closes the current episode cleanly.
 
 `~/status` (latched JSON) is published on every state change, on a write failure (from the
@@ -29,6 +31,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from comsim_core.episodes.errors import BagWriterError
+from comsim_core.episodes.meta import UNSET_SEED, EpisodeMeta
 from comsim_core.episodes.stats import RATE_WARN_FRACTION
 from comsim_core.episodes.topics import TopicSpec, qos_dict
 from comsim_core.paths import resolve_config_path
@@ -43,6 +46,10 @@ DEFAULTS = {
     'distro': 'kilted',
     'topics': ['/joint_states sensor_msgs/msg/JointState 200'],
     'task': '',
+    'seed': UNSET_SEED,
+    'region': '',
+    'variant': '',
+    'source': 'real',
     'operator': '',
     'notes': '',
     'lab_config_file': '',
@@ -150,7 +157,9 @@ class RecorderNode(Node):
 
     # -- episode control ----------------------------------------------------------------------
     def _metadata(self) -> dict:
-        meta = {name: self.get_parameter(name).value for name in ('task', 'operator', 'notes')}
+        params = {name: self.get_parameter(name).value for name in EpisodeMeta().to_dict()}
+        meta = {**EpisodeMeta.from_params(params, 'recorder parameters').to_dict(),
+                'notes': self.get_parameter('notes').value}
         path = self.get_parameter('lab_config_file').value
         if path:
             meta['lab_config'] = yaml.safe_load(resolve_config_path(path).read_text())
