@@ -7,7 +7,7 @@ calibration (camera_info) until the calibration stage's TwinCameras are passed w
 --calibration DIR. Reports position/yaw/colour errors per object, and their summary.
 
     .venv/bin/python bench/alignment_accuracy.py [--seeds 3] [--backend projection|mujoco]
-        [--json bench/results/alignment_accuracy.json]
+        [--out bench/results/alignment_accuracy.json]
 """
 from __future__ import annotations
 
@@ -32,10 +32,11 @@ from comsim_twin.alignment.localise import wrap_yaw, yaw_period
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG_DIR = ROOT / 'config' / 'bench_lab'
-sys.path.insert(0, str(ROOT / 'tests' / 'twin'))
 sys.path.insert(0, str(ROOT / 'bench'))   # tests load this file by path
-from provenance import command, machine  # noqa: E402
-from test_replay_support import true_cameras  # noqa: E402  (tests/twin/test_alignment uses it too)
+from provenance import add_out_argument, machine, use_fixtures, write_result  # noqa: E402
+
+use_fixtures()
+from fixtures.twin_scenes import true_cameras  # noqa: E402
 
 LAYOUTS = [('stack_blocks', 'default'), ('stack_blocks', 'large'), ('stack_blocks', 'cylinders'),
            ('stack_blocks', 'green_yellow'), ('move_card', 'default'), ('move_card', 'red'),
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--seeds', type=int, default=2)
     ap.add_argument('--backend', choices=('projection', 'mujoco'), default='projection')
-    ap.add_argument('--json', type=Path, default=ROOT / 'bench/results/alignment_accuracy.json')
+    add_out_argument(ap, __file__)
     args = ap.parse_args(argv)
     lab = make_lab()
     cams = true_cameras(lab)
@@ -138,13 +139,10 @@ def main(argv: list[str] | None = None) -> int:
         'colour_delta_e': {'mean': float(np.mean([o['colour_delta_e'] for o in objs])),
                            'max': float(np.max([o['colour_delta_e'] for o in objs]))},
         'seconds_per_layout': float(np.mean([r['seconds'] for r in rows]))}
-    result = {'command': command(), 'machine': machine(),
-              'cameras': 'bench lab true camera_info (calibration stage not yet wired)',
+    result = {'cameras': 'bench lab true camera_info (calibration stage not yet wired)',
               'renderer': args.backend, 'summary': summary, 'layouts': rows}
     print(json.dumps(summary, indent=2, default=float))
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=1, default=float))
-    print(f'wrote {args.json}')
+    write_result(args.out, result, machine())
     return 0
 
 

@@ -1,7 +1,7 @@
 """Generation throughput: successful sim episodes per minute with 1 and 2 workers.
 
-    .venv/bin/python bench/generation_throughput.py [--episodes 6] [--task move_card]
-        [--image-scale 1.0] [--out bench/results/generation_throughput.json]
+    .venv/bin/python bench/generation_throughput.py [--episodes 6] [--tasks move_card ...]
+        [--workers 1 2] [--image-scale 1.0] [--out bench/results/generation_throughput.json]
 
 The base scene uses the bench lab's true cameras (a benchmark may read ground truth; the twin
 code never does). Writes JSON with the command, the machine and per-worker-count results.
@@ -12,29 +12,26 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
-from provenance import command, machine
+from provenance import add_out_argument, machine, use_fixtures, write_result
 
 os.environ.setdefault('MUJOCO_GL', 'egl')
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'tests' / 'twin'))
-
-from test_generation_scene import base_scene  # noqa: E402
-
 from comsim_twin.generation.config import GenerationConfig  # noqa: E402
 from comsim_twin.generation.runner import generate  # noqa: E402
 
+use_fixtures()
+from fixtures.twin_scenes import base_scene  # noqa: E402
+
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--episodes', type=int, default=6)
     ap.add_argument('--tasks', nargs='+', default=['stack_blocks', 'move_card', 'shake_bottle'])
     ap.add_argument('--workers', type=int, nargs='+', default=[1, 2])
     ap.add_argument('--image-scale', type=float, default=1.0)
-    ap.add_argument('--out', default=str(ROOT / 'bench/results/generation_throughput.json'))
+    add_out_argument(ap, __file__)
     args = ap.parse_args()
     cfg = GenerationConfig.load().with_overrides(image_scale=args.image_scale)
     results = []
@@ -58,12 +55,7 @@ def main() -> None:
         if 1 in rows and 2 in rows:
             rows[2]['scaling_vs_1'] = round(rows[2]['successful_per_min']
                                             / max(rows[1]['successful_per_min'], 1e-9), 2)
-    out = {'command': command(), 'machine': machine(),
-           'image_scale': args.image_scale, 'results': results}
-    path = Path(args.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1))
-    print(f'wrote {path}')
+    write_result(args.out, {'image_scale': args.image_scale, 'results': results}, machine())
 
 
 if __name__ == '__main__':

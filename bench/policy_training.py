@@ -1,11 +1,12 @@
 """Diffusion Policy training throughput and data-loader throughput (cache vs no cache).
 
     .venv/bin/python bench/policy_training.py [--episodes 3] [--frames 40] [--steps 20]
+        [--out bench/results/policy_training.json]
 
 Synthetic recorded episodes (two cameras 240x320 rgb8 at 10 Hz, joint states 50 Hz,
-JointTrajectory commands; tests/policy/policy_synth.py) with the default CPU config.
+JointTrajectory commands; fixtures/policy_episodes.py) with the default CPU config.
 No cache = decode every episode from its bag (what each epoch would cost without it);
-cache = memory-mapped arrays from the frame cache. Writes bench/results/policy_training.json.
+cache = memory-mapped arrays from the frame cache.
 """
 from __future__ import annotations
 
@@ -17,18 +18,17 @@ import time
 from pathlib import Path
 
 import torch
-from provenance import command, torch_machine
+from provenance import ROOT, add_out_argument, torch_machine, use_fixtures, write_result
 from torch.utils.data import DataLoader
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'tests' / 'policy'))
-from policy_synth import write_episode  # noqa: E402
+from comsim_policy.config import PolicyConfig
+from comsim_policy.data.cache import FrameCache
+from comsim_policy.data.dataset import WindowDataset
+from comsim_policy.training.data_setup import DataSpec
+from comsim_policy.training.train import train
 
-from comsim_policy.config import PolicyConfig  # noqa: E402
-from comsim_policy.data.cache import FrameCache  # noqa: E402
-from comsim_policy.data.dataset import WindowDataset  # noqa: E402
-from comsim_policy.training.data_setup import DataSpec  # noqa: E402
-from comsim_policy.training.train import train  # noqa: E402
+use_fixtures()
+from fixtures.policy_episodes import write_episode  # noqa: E402
 
 CAMS = ('/cameras/front/image_raw', '/cameras/side/image_raw')
 
@@ -39,7 +39,7 @@ def main() -> int:
     p.add_argument('--frames', type=int, default=40)
     p.add_argument('--steps', type=int, default=20)
     p.add_argument('--threads', type=int, default=2)
-    p.add_argument('--out', type=Path, default=ROOT / 'bench/results/policy_training.json')
+    add_out_argument(p, __file__)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     res: dict = {}
@@ -75,11 +75,9 @@ def main() -> int:
         res['train_samples_per_s'] = round(s['history'][-1]['samples_per_s'], 1)
         res['train_wall_s'] = round(time.perf_counter() - t, 1)
         res['batch_size'] = cfg.train.batch_size
-    out = {'command': command(), 'machine': torch_machine(),
-           'episodes': args.episodes, 'frames_per_episode': args.frames, 'results': res}
+    out = {'episodes': args.episodes, 'frames_per_episode': args.frames, 'results': res}
     print(json.dumps(out, indent=1))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=1))
+    write_result(args.out, out, torch_machine())
     return 0
 
 

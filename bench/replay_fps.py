@@ -6,11 +6,11 @@ state the replay rendered): what a frame costs depends on the pose, and one pose
 over (the earlier baseline, still reported as ``mujoco_raw_one_pose``) ran 3-12 % faster than the
 episode's frames, so "the same scene" means the same frames here.
 
-A "real" episode is recorded first from the bench lab (realism on; recording helper shared with
-tests/twin) and its twin scene taken from the bench lab's true calibration and object poses, so
-the numbers measure the replay machinery, not calibration quality. Target: ratio >= 0.8.
+A "real" episode is recorded first from the bench lab (realism on; fixtures/bench_lab_episodes,
+shared with the tests) and its twin scene taken from the bench lab's true calibration and object
+poses, so the numbers measure the replay machinery, not calibration quality. Target: ratio >= 0.8.
 
-    .venv/bin/python bench/replay_fps.py [--camera-hz 30] [--scale 1.0] [--json out.json]
+    .venv/bin/python bench/replay_fps.py [--camera-hz 30] [--scale 1.0] [--out out.json]
 """
 from __future__ import annotations
 
@@ -25,16 +25,14 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
+from provenance import add_out_argument, machine, use_fixtures, write_result
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'tests' / 'twin'))
+from comsim_core.episodes import Episode
+from comsim_twin.backends import make_backend
+from comsim_twin.replay import EpisodeReplay, replay_episode
 
-from provenance import command, machine  # noqa: E402
-from test_replay_support import record_episode  # noqa: E402
-
-from comsim_core.episodes import Episode  # noqa: E402
-from comsim_twin.backends import make_backend  # noqa: E402
-from comsim_twin.replay import EpisodeReplay, replay_episode  # noqa: E402
+use_fixtures()
+from fixtures.bench_lab_episodes import record_episode  # noqa: E402
 
 
 def replayed_frames(bag: Path, scene, backend, mode: str) -> list[tuple[str, np.ndarray]]:
@@ -90,7 +88,7 @@ def main(argv=None) -> int:
     ap.add_argument('--joint-hz', type=float, default=200.0)
     ap.add_argument('--scale', type=float, default=1.0, help='camera size vs lab.yaml (320x240)')
     ap.add_argument('--repeats', type=int, default=6)
-    ap.add_argument('--json', type=Path, default=ROOT / 'bench' / 'results' / 'replay_fps.json')
+    add_out_argument(ap, __file__)
     args = ap.parse_args(argv)
 
     tmp = Path(tempfile.mkdtemp(prefix='replay_fps_'))
@@ -143,13 +141,9 @@ def main(argv=None) -> int:
         backend.close()
         shutil.rmtree(tmp, ignore_errors=True)
     result['target_ratio'] = 0.8
-    result['command'] = command()
-    result['machine'] = machine(mujoco=mujoco.__version__,
-                                MUJOCO_GL=os.environ.get('MUJOCO_GL', ''))
     print(json.dumps(result, indent=2))
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=2))
-    print(f'wrote {args.json}')
+    write_result(args.out, result, machine(mujoco=mujoco.__version__,
+                                           MUJOCO_GL=os.environ.get('MUJOCO_GL', '')))
     return 0
 
 

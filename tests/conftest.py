@@ -1,33 +1,33 @@
-"""Shared helpers: real CDR bytes (rosbags or rclpy) and a synthetic recorded episode."""
+"""Shared test helpers: real CDR bytes (rosbags or rclpy), nodes over DDS, a small disk.
+
+Puts the repository root on ``sys.path`` so tests import the builders they share with the
+benchmarks from ``fixtures/``."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 import rclpy
 import yaml
 from rclpy.node import Node
-from rosbags.typesys import Stores, get_typestore
 
 from comsim_core.ros.graph import find_executable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from fixtures.cdr import TS, header  # noqa: E402
 
 # Each test session on its own DDS domain (unless the caller chose one), so two sessions on one
 # machine never answer each other's services. Valid domains are 0-232 with default ports.
 os.environ.setdefault('ROS_DOMAIN_ID', str(1 + os.getpid() % 200))
 os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
 
-TS = get_typestore(Stores.ROS2_KILTED)
 JOINTS = ['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6', 'gripper']
-
-
-def _header(t_ns: int, frame: str = '') -> object:
-    T = TS.types['builtin_interfaces/msg/Time']
-    return TS.types['std_msgs/msg/Header'](stamp=T(sec=t_ns // 10**9, nanosec=t_ns % 10**9),
-                                           frame_id=frame)
 
 
 def image_raw(t_ns: int, h: int = 6, w: int = 8, encoding: str = 'rgb8', value: int = 0,
@@ -40,7 +40,7 @@ def image_raw(t_ns: int, h: int = 6, w: int = 8, encoding: str = 'rgb8', value: 
           'rgba8': [value, value + 1, value + 2, 255], 'bgra8': [value + 2, value + 1, value, 255],
           'mono8': [value], '16UC1': [value, 0]}[encoding]
     data[0, :ch] = px
-    msg = TS.types['sensor_msgs/msg/Image'](header=_header(t_ns, 'cam'), height=h, width=w,
+    msg = TS.types['sensor_msgs/msg/Image'](header=header(t_ns, 'cam'), height=h, width=w,
                                             encoding=encoding, is_bigendian=0, step=step,
                                             data=data.reshape(-1))
     return bytes(TS.serialize_cdr(msg, 'sensor_msgs/msg/Image'))
@@ -60,7 +60,7 @@ def joint_state_raw(t_ns: int, position: list[float], rclpy_bytes: bool = True,
         m.position = [float(x) for x in position]
         return bytes(serialize_message(m))
     msg = TS.types['sensor_msgs/msg/JointState'](
-        header=_header(t_ns), name=names, position=np.asarray(position, dtype=np.float64),
+        header=header(t_ns), name=names, position=np.asarray(position, dtype=np.float64),
         velocity=np.zeros(0), effort=np.zeros(0))
     return bytes(TS.serialize_cdr(msg, 'sensor_msgs/msg/JointState'))
 
@@ -73,7 +73,7 @@ def trajectory_raw(stamp_ns: int, points: list[tuple[float, list[float]]]) -> by
              accelerations=np.zeros(0), effort=np.zeros(0),
              time_from_start=D(sec=int(s), nanosec=round((s % 1) * 1e9))) for s, p in points]
     msg = TS.types['trajectory_msgs/msg/JointTrajectory'](
-        header=_header(stamp_ns), joint_names=JOINTS[: len(points[0][1])], points=pts)
+        header=header(stamp_ns), joint_names=JOINTS[: len(points[0][1])], points=pts)
     return bytes(TS.serialize_cdr(msg, 'trajectory_msgs/msg/JointTrajectory'))
 
 

@@ -3,7 +3,6 @@ paired episode the neural simulator reads unchanged, resumable CLI, clear errors
 import copy
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import cv2
@@ -12,12 +11,8 @@ import pytest
 import yaml
 
 os.environ.setdefault('MUJOCO_GL', 'egl')
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'twin'))
-
-from test_generation_scene import base_scene  # noqa: E402
-
-from comsim_bench_lab.config import LabConfig  # noqa: E402
-from comsim_bench_lab.ground_truth import (  # noqa: E402
+from comsim_bench_lab.config import LabConfig
+from comsim_bench_lab.ground_truth import (
     CameraMismatchError,
     GroundTruthRenderer,
     MissingStreamError,
@@ -27,12 +22,13 @@ from comsim_bench_lab.ground_truth import (  # noqa: E402
     main,
     select_frames,
 )
-from comsim_core.episodes import Episode  # noqa: E402
-from comsim_core.robot.model import RobotModel  # noqa: E402
-from comsim_twin.generation.config import GenerationConfig  # noqa: E402
-from comsim_twin.generation.runner import generate  # noqa: E402
-from comsim_twin.generation.writer import GeneratedEpisodeWriter  # noqa: E402
-from comsim_twin.scene import TwinCamera  # noqa: E402
+from comsim_core.episodes import Episode
+from comsim_core.robot.model import RobotModel
+from comsim_twin.generation.config import GenerationConfig
+from comsim_twin.generation.runner import generate
+from comsim_twin.generation.writer import GeneratedEpisodeWriter
+from comsim_twin.scene import TwinCamera
+from fixtures.twin_scenes import base_scene
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB_YAML = ROOT / 'config' / 'bench_lab' / 'lab.yaml'

@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from policy_synth import FRONT, JOINTS, tiny_config
 
 from comsim_policy.checkpoint import CheckpointError, from_pretrained, save_pretrained
 from comsim_policy.config import ConfigError, PolicyConfig
 from comsim_policy.inference import PolicyMismatchError, PolicyRunner
 from comsim_policy.model.policy import DiffusionPolicyModel
 from comsim_policy.normalizer import PolicyNormalizer
+from fixtures.policy_episodes import FRONT, JOINTS, tiny_config
 
 SIDE = '/cameras/side/image_raw'
 

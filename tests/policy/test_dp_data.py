@@ -5,7 +5,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from policy_synth import FRONT, JOINTS, expected_actions, tiny_config, trajectory, write_episode
 
 from comsim_policy.data.augment import crop
 from comsim_policy.data.cache import FrameCache
@@ -16,6 +15,14 @@ from comsim_policy.data.episode_arrays import (
     load_episode_arrays,
 )
 from comsim_policy.training.data_setup import DataSpec, prepare
+from fixtures.policy_episodes import (
+    FRONT,
+    JOINTS,
+    expected_actions,
+    tiny_config,
+    trajectory,
+    write_episode,
+)
 
 
 def test_actions_are_commands_in_force_with_next_state_fallback(tmp_path):

@@ -6,7 +6,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from policy_synth import FRONT, tiny_config
 from torch import nn
 
 from comsim_policy.config import PolicyConfig
@@ -14,6 +13,7 @@ from comsim_policy.inference import PolicyRunner
 from comsim_policy.model.fast import FastSampler, PackedConv1d
 from comsim_policy.model.policy import DiffusionPolicyModel
 from comsim_policy.normalizer import PolicyNormalizer
+from fixtures.policy_episodes import FRONT, tiny_config
 
 ROOT = Path(__file__).resolve().parents[2]
 SIDE = '/cameras/side/image_raw'

@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from policy_synth import FRONT, expected_actions, tiny_config, write_episode
 
 from comsim_core.episodes import Episode
 from comsim_policy.checkpoint import load_config
 from comsim_policy.evaluation import open_loop
 from comsim_policy.inference import PolicyRunner
 from comsim_policy.training.train import main
+from fixtures.policy_episodes import FRONT, expected_actions, tiny_config, write_episode
 
 SEEDS = (0, 1)
 N_FRAMES = 30

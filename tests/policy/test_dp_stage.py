@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from policy_synth import FRONT, tiny_config, write_episode
 
 from comsim_core.paths import repo_root
 from comsim_policy.checkpoint import load_config
@@ -26,6 +25,7 @@ from comsim_policy.pipeline import (
     pseudo_real_available,
     single_thread_cpu,
 )
+from fixtures.policy_episodes import FRONT, tiny_config, write_episode
 
 LAB_SIZE = (240, 320)
 

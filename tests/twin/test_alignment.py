@@ -17,6 +17,7 @@ from comsim_twin.alignment import AlignmentError, align_episode, load_sheet
 from comsim_twin.alignment.cli import main as cli_main
 from comsim_twin.alignment.colours import rgb_distance
 from comsim_twin.scene import TwinScene
+from fixtures.twin_scenes import true_cameras
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location('alignment_accuracy',
@@ -38,7 +39,7 @@ def lab():
 
 @pytest.fixture(scope='module')
 def cams(lab):
-    return bench.true_cameras(lab)
+    return true_cameras(lab)
 
 
 @pytest.fixture(scope='module')

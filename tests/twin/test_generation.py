@@ -2,22 +2,18 @@
 failures labelled or discarded, resumability, read-back with the episode reader."""
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 os.environ.setdefault('MUJOCO_GL', 'egl')
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from test_generation_scene import base_scene  # noqa: E402
-
-from comsim_core.episodes.reader import Episode  # noqa: E402
-from comsim_core.tasks.programs import parse_program  # noqa: E402
-from comsim_twin.generation.config import GenerationConfig  # noqa: E402
-from comsim_twin.generation.runner import DISCARDED_DIR, generate  # noqa: E402
-from comsim_twin.generation.writer import PARTIAL_DIR  # noqa: E402
+from comsim_core.episodes.reader import Episode
+from comsim_core.tasks.programs import parse_program
+from comsim_twin.generation.config import GenerationConfig
+from comsim_twin.generation.runner import DISCARDED_DIR, generate
+from comsim_twin.generation.writer import PARTIAL_DIR
+from fixtures.twin_scenes import base_scene
 
 TASKS = ('stack_blocks', 'move_card', 'shake_bottle')
 CAMS = ['/cameras/front/image_raw', '/cameras/side/image_raw']

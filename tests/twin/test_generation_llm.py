@@ -1,25 +1,20 @@
 """LLM program writer without a network: parsing, sim validation, offline fallback."""
 import logging
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
 os.environ.setdefault('MUJOCO_GL', 'egl')
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from test_generation_scene import base_scene  # noqa: E402
-
-from comsim_core.tasks.programs import ProgramError, builtin_program  # noqa: E402
-from comsim_twin.backends import make_backend  # noqa: E402
-from comsim_twin.generation.config import GenerationConfig  # noqa: E402
-from comsim_twin.generation.llm import (  # noqa: E402
+from comsim_core.tasks.programs import ProgramError, builtin_program
+from comsim_twin.backends import make_backend
+from comsim_twin.generation.config import GenerationConfig
+from comsim_twin.generation.llm import (
     build_prompt,
     choose_program,
     extract_program,
     validate_program,
 )
+from fixtures.twin_scenes import base_scene
 
 HAND_WRITTEN = """Here is the program:
 ```json

@@ -1,16 +1,10 @@
 """Randomisation stays inside the configured regions and is reproducible from the seed."""
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from test_generation_scene import base_scene  # noqa: E402
-
-from comsim_twin.generation.config import GenerationConfig, GenerationConfigError  # noqa: E402
-from comsim_twin.generation.randomise import (  # noqa: E402
+from comsim_twin.generation.config import GenerationConfig, GenerationConfigError
+from comsim_twin.generation.randomise import (
     TASK_OBJECTS,
     RandomiseError,
     episode_seed,
@@ -19,6 +13,7 @@ from comsim_twin.generation.randomise import (  # noqa: E402
     randomise,
     scale_cameras,
 )
+from fixtures.twin_scenes import base_scene
 
 
 @pytest.fixture(scope='module')

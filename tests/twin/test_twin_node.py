@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 import yaml
 from sensor_msgs.msg import CameraInfo, Image, JointState
-from test_replay_support import record_episode
 
 from comsim_core.episodes import Episode
 from comsim_core.metrics import psnr
 from comsim_core.ros.messages import IMAGE_QOS, SENSOR_QOS
 from comsim_twin.backends import make_backend
+from fixtures.bench_lab_episodes import record_episode
 
 pytestmark = pytest.mark.ros
 
