@@ -9,12 +9,12 @@ from ns_helpers import one_thread, randomise, tiny_config  # noqa: F401
 from rosbags.highlevel import AnyReader
 from rosbags.typesys import Stores, get_typestore
 
+from comsim_core.episodes import PARTIAL_DIR, EpisodeMeta
 from comsim_neural_sim.data import load_paired_episode
 from comsim_neural_sim.errors import CheckpointMismatchError, MissingStreamError
 from comsim_neural_sim.sampling.pipeline import new_pipeline
 from comsim_neural_sim.translate import translate_dir
 from comsim_neural_sim.translate.cli import main as cli_main
-from comsim_neural_sim.translate.episode import PARTIAL_DIR
 
 TS = get_typestore(Stores.ROS2_KILTED)
 IMAGE = 'sensor_msgs/msg/Image'
@@ -71,6 +71,8 @@ def test_sidecar_says_pseudo_real_with_provenance(setup):
     assert prov['steps'] == 2 and prov['seed'] == 4
     assert prov['source_episode'] == str(sims[0].resolve())
     assert meta['task'] == 'synthetic'                   # source metadata kept
+    typed = EpisodeMeta.from_sidecar(side)
+    assert typed.source == 'pseudo_real' and typed.task == 'synthetic'
 
 
 def test_checkpoint_of_another_config_is_refused(setup, tmp_path):

@@ -21,9 +21,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from rosbags.highlevel import AnyReader
 from rosbags.rosbag2 import StoragePlugin, Writer
-from rosbags.typesys import Stores, get_typestore
+
+from comsim_core.episodes import PARTIAL_DIR, Episode, find_episodes, is_complete
+from comsim_core.episodes.encode import rgb8_image_cdr
+from comsim_core.episodes.sidecar import read_sidecar, write_sidecar
 
 from ..data.clips import normalise_actions
 from ..errors import InputShapeError, MissingStreamError, NeuralSimError
@@ -31,8 +33,6 @@ from ..sampling.guidance import GuidanceWeights
 from ..sampling.pipeline import NeuralSimPipeline
 
 IMAGE = 'sensor_msgs/msg/Image'
-PARTIAL_DIR = '.partial'
-SIDECAR = 'episode.yaml'
 Log = Callable[[str], None]
 
 
@@ -68,9 +68,6 @@ def actions_at(stamps: np.ndarray, cmd_t: np.ndarray | None, cmd_q: np.ndarray |
 def read_sim_episode(path: str | Path, command_topic: str, joint_topic: str = '/joint_states',
                      prefix: str = '/cameras/') -> SimEpisode:
     """Frames, stamps and actions of a sim (recording-layout) episode; clear errors if absent."""
-    from comsim_core.episodes import Episode  # noqa: PLC0415
-    from comsim_core.episodes.sidecar import read_sidecar  # noqa: PLC0415
-
     path = Path(path)
     with Episode.open(path) as ep:
         cams = camera_topics(ep.topics, prefix)
@@ -108,16 +105,6 @@ def checkpoint_provenance(pipe: NeuralSimPipeline, checkpoint: str | Path | None
             'steps': int(steps), 'seed': int(seed), 'trained_cameras': list(pipe.config.cameras)}
 
 
-def is_complete(episode_dir: Path) -> bool:
-    """A finished output: bag metadata present and the sidecar says complete."""
-    side = episode_dir / SIDECAR
-    if not (episode_dir / 'metadata.yaml').is_file() or not side.is_file():
-        return False
-    import yaml  # noqa: PLC0415
-    data = yaml.safe_load(side.read_text()) or {}
-    return data.get('status') == 'complete'
-
-
 def translate_frames(pipe: NeuralSimPipeline, eps: Sequence[SimEpisode], topic: str,
                      weights: dict[str, float], steps: int, seed: int, mode: str
                      ) -> list[np.ndarray]:
@@ -148,44 +135,39 @@ def translate_frames(pipe: NeuralSimPipeline, eps: Sequence[SimEpisode], topic: 
 def write_translated(sim: SimEpisode, translated: dict[str, np.ndarray], out_dir: Path,
                      provenance: dict[str, Any]) -> Path:
     """Copy the sim bag with images replaced; ``.partial`` first, renamed when complete."""
-    from comsim_core.episodes.encode import rgb8_image_cdr  # noqa: PLC0415
-    from comsim_core.episodes.sidecar import write_sidecar  # noqa: PLC0415
-
     name = sim.path.name
     final, partial = out_dir / name, out_dir / PARTIAL_DIR / name
     if partial.exists():
         shutil.rmtree(partial)
     partial.parent.mkdir(parents=True, exist_ok=True)
-    ts = get_typestore(Stores.ROS2_KILTED)
     index = {topic: {int(s): i for i, s in enumerate(sim.images[topic][0])}
              for topic in translated}
     storage = StoragePlugin.SQLITE3 if list(sim.path.glob('*.db3')) else StoragePlugin.MCAP
-    with AnyReader([sim.path], default_typestore=ts) as reader, \
+    with Episode.open(sim.path) as ep, \
             Writer(partial, version=9, storage_plugin=storage) as writer:
         conns = {}
-        for c in reader.connections:
+        for c in ep.connections:
             if c.topic not in conns:
                 conns[c.topic] = writer.add_connection(
                     c.topic, c.msgtype, msgdef=c.msgdef.data, rihs01=c.digest,
                     serialization_format=c.ext.serialization_format,
                     offered_qos_profiles=c.ext.offered_qos_profiles)
-        for c, t, raw in reader.messages():
-            if c.topic in translated:
-                if c.msgtype != IMAGE:
-                    raise NeuralSimError(f'{sim.path}: {c.topic} is {c.msgtype}; only '
+        for topic, msgtype, t, raw in ep.raw_messages(ep.topics):
+            if topic in translated:
+                if msgtype != IMAGE:
+                    raise NeuralSimError(f'{sim.path}: {topic} is {msgtype}; only '
                                          f'{IMAGE} streams can be translated')
-                msg = ts.deserialize_cdr(raw, c.msgtype)
+                msg = ep.decode(raw, msgtype, topic)
                 st = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
-                frame = translated[c.topic][index[c.topic][int(st or t)]]
+                frame = translated[topic][index[topic][int(st or t)]]
                 raw = rgb8_image_cdr(frame, st, msg.header.frame_id)
-            writer.write(conns[c.topic], t, raw)
+            writer.write(conns[topic], t, raw)
     side = dict(sim.sidecar)
     meta = dict(side.get('metadata') or {})
     meta.update(source='pseudo_real', sim_source=meta.get('source', 'sim'),
                 provenance={**provenance, 'source_episode': str(sim.path.resolve())})
     side.update(status='complete', episode=name, metadata=meta, translated_at=time.strftime(
         '%Y-%m-%dT%H:%M:%S%z'))
-    side['source'] = 'pseudo_real'
     side.pop('summary', None)  # byte sizes differ; the streams are those of the source
     write_sidecar(partial, side)
     if final.exists():
@@ -211,17 +193,6 @@ def translate_episode(sim_episode: str | Path, pipeline: NeuralSimPipeline | str
                          checkpoint=checkpoint, config=config, log=lambda s: None)[0]
 
 
-def find_episodes(sim_dir: str | Path) -> list[Path]:
-    """Episode directories (with metadata.yaml) under ``sim_dir``, skipping hidden/partial."""
-    sim_dir = Path(sim_dir)
-    if not sim_dir.is_dir():
-        raise FileNotFoundError(f'no sim-episode directory at {sim_dir}')
-    if (sim_dir / 'metadata.yaml').is_file():
-        return [sim_dir]
-    return sorted(p.parent for p in sim_dir.rglob('metadata.yaml')
-                  if not any(part.startswith('.') for part in p.relative_to(sim_dir).parts))
-
-
 def translate_dir(sim_episodes: str | Path | Sequence[str | Path],
                   pipeline: NeuralSimPipeline | str | Path, out_dir: str | Path,
                   weights: dict[str, float] | None = None, steps: int = 10, seed: int = 0,
@@ -232,8 +203,12 @@ def translate_dir(sim_episodes: str | Path | Sequence[str | Path],
 
     Episodes are translated ``batch`` at a time (one batched generation per camera).
     """
-    eps = (find_episodes(sim_episodes) if isinstance(sim_episodes, (str, Path))
-           else [Path(p) for p in sim_episodes])
+    if isinstance(sim_episodes, (str, Path)):
+        if not Path(sim_episodes).is_dir():
+            raise FileNotFoundError(f'no sim-episode directory at {sim_episodes}')
+        eps = find_episodes(sim_episodes)
+    else:
+        eps = [Path(p) for p in sim_episodes]
     if not eps:
         raise NeuralSimError(f'no sim episodes (metadata.yaml) under {sim_episodes}')
     out_dir = Path(out_dir)
