@@ -9,6 +9,7 @@ from comsim_core.episodes.topics import TopicSpec
 from comsim_core.episodes.writer import EpisodeBagWriter
 from comsim_neural_sim.config import NeuralSimConfig
 from comsim_neural_sim.data import ClipDataset, load_paired_episode, synthetic_pair
+from comsim_neural_sim.data.clips import load_paired_dir
 from comsim_neural_sim.errors import (
     AutoencoderNotFoundError,
     ConfigError,
@@ -96,6 +97,17 @@ def test_paired_episode_reads_back_and_missing_stream_is_named(tmp_path):
     np.testing.assert_allclose(got.actions, clip.actions, atol=1e-6)
     with pytest.raises(MissingStreamError, match='/sim/cameras/front/image_raw'):
         load_paired_episode(_write_paired(tmp_path / 'nosim', clip, with_sim=False))
+
+
+def test_paired_dir_skips_hidden_work_in_progress(tmp_path):
+    clip = synthetic_pair(5, 12, 16, seed=3)
+    _write_paired(tmp_path / 'ep', clip)
+    # a replay's unfinished output (its bag closed, not yet renamed) and a set-aside failure
+    _write_paired(tmp_path / '.ep2.partial', clip, with_sim=False)
+    _write_paired(tmp_path / '.ep3.failed', clip, with_sim=False)
+    (clips,) = load_paired_dir(tmp_path)
+    assert clips.name == 'ep'
+    np.testing.assert_array_equal(clips.sim, clip.sim)
 
 
 def test_latent_space_needs_an_existing_autoencoder(tmp_path):

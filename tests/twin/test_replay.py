@@ -55,6 +55,7 @@ def test_paired_episode_has_both_streams_on_the_real_time_base(recorded, replays
     side = read_sidecar(paired)
     assert side['mode'] == mode and side['source_episode'] == str(source.resolve())
     assert side['twin_scene']['cameras'].keys() == scene.cameras.keys()
+    assert side['task'] == 'move_card' and side['source_metadata']['seed'] == 0   # the recording's
     with Episode.open(source) as src, Episode.open(paired) as ep:
         for topic in ('/joint_states', TRAJ_TOPIC):
             assert ep.streams[topic].count == src.streams[topic].count > 0

@@ -75,11 +75,13 @@ def load_paired_episode(path: str | Path, camera: str = 'front',
 def load_paired_dir(directory: str | Path, cameras: str | Sequence[str] = 'front',
                     command_topic: str = '/joint_trajectory_controller/joint_trajectory'
                     ) -> list[PairedClip]:
-    """Every camera of every episode (a folder with ``metadata.yaml``) under ``directory``."""
+    """Every camera of every episode (a folder with ``metadata.yaml``) under ``directory``;
+    hidden work-in-progress and failed output is skipped (``find_episodes``)."""
     directory = Path(directory)
     if not directory.is_dir():
         raise FileNotFoundError(f'no paired-episode directory at {directory}')
-    eps = sorted(p.parent for p in directory.rglob('metadata.yaml'))
+    from comsim_core.episodes import find_episodes  # noqa: PLC0415  (heavy, as above)
+    eps = find_episodes(directory)
     if not eps:
         raise NeuralSimError(f'no rosbag2 episodes (metadata.yaml) under {directory}')
     cams = [cameras] if isinstance(cameras, str) else list(cameras)

@@ -339,7 +339,7 @@ def replay_episode(episode_path: str | Path, scene: TwinScene, backend: Any,
         return writer.finish({
             'source_episode': str(episode_path),
             'source_metadata': source_meta,
-            'task': source_meta.get('task', scene.task),
+            'task': episode.meta.task or scene.task,
             'mode': mode,
             'backend': type(backend).__name__,
             'twin_scene_file': str(Path(scene_file).resolve()) if scene_file else None,
