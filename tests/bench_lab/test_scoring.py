@@ -65,10 +65,10 @@ def test_object_scores_position_yaw_modulo_90_round_and_unknown():
     assert yaw_deg(quat_z(-75.0)) == pytest.approx(-75.0)
 
 
-def _episode(root: Path, name: str, task: str, seed: int) -> Path:
+def _episode(root: Path, name: str, task: str, seed: int | None) -> Path:
     d = root / name
     d.mkdir(parents=True)
-    side = {'metadata': {'task': task, 'notes': f'seed={seed} region=id variant='}}
+    side = {'metadata': {'task': task, 'seed': seed, 'region': 'id', 'variant': ''}}
     (d / 'episode.yaml').write_text(yaml.safe_dump(side))
     return d
 
@@ -85,6 +85,9 @@ def test_score_twin_against_the_lab(tmp_path):
     ep = _episode(tmp_path, 'episode_0000_stack_blocks', 'stack_blocks', 3)
     other = _episode(tmp_path, 'episode_0001_stack_blocks', 'stack_blocks', 4)
     assert episode_reset(ep) == ('stack_blocks', 3, 'id', None)
+    unseeded = _episode(tmp_path, 'old', 'stack_blocks', None)
+    with pytest.raises(ValueError, match='records no task or seed'):
+        episode_reset(unseeded)
     shifted = {name: {'position': [o['pos'][0] + 0.003, o['pos'][1] - 0.004, o['pos'][2]],
                       'yaw': np.radians(yaw_deg(o['quat']))} for name, o in layout.items()}
     T = np.asarray(truth_cam.T_base_camera) @ rot_z(0.5)

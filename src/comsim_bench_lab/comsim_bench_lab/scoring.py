@@ -6,13 +6,13 @@ needs nothing from the twin package.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import yaml
+
+from comsim_core.episodes import read_meta
 
 from .config import LabConfig
 from .lab import BenchLab
@@ -97,11 +97,11 @@ def object_scores(episode: str, aligned: Mapping[str, Mapping], truth: Mapping[s
 
 def episode_reset(episode_dir: Path) -> tuple[str, int, str, str | None]:
     """(task, seed, region, variant) the lab was reset with for a recorded episode."""
-    side = yaml.safe_load((Path(episode_dir) / 'episode.yaml').read_text()) or {}
-    meta = side.get('metadata') or {}
-    notes = dict(re.findall(r'(\w+)=(\S*)', str(meta.get('notes', ''))))
-    return (meta['task'], int(notes['seed']), notes.get('region') or 'id',
-            notes.get('variant') or None)
+    meta = read_meta(episode_dir)
+    if not meta.task or meta.seed is None:
+        raise ValueError(f'{episode_dir}: its metadata records no task or seed, so its layout '
+                         f'cannot be reproduced (task {meta.task!r}, seed {meta.seed})')
+    return meta.task, meta.seed, meta.region or 'id', meta.variant or None
 
 
 def true_layout(lab: BenchLab, episode_dir: Path) -> dict[str, dict]:
