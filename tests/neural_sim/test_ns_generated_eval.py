@@ -1,7 +1,7 @@
 """Translated generated episodes scored against (bench-lab style) ground truth: a perfect
 translation beats the sim floor, objects are found where the ground truth's positions.json has
 them (a shift of k px costs k px, an erased object is not found), frames match by stamp, clear
-errors, and the main-job stage adds the table when it is given a ground-truth renderer."""
+errors, and the main-job stage scores them when it is given a ground-truth renderer."""
 
 import ast
 import json
@@ -21,8 +21,8 @@ from ns_ground_truth import (
 from ns_helpers import one_thread, tiny_config  # noqa: F401
 
 from comsim_neural_sim.errors import NeuralSimError
-from comsim_neural_sim.evaluation.generated import evaluate_generated, main
-from comsim_neural_sim.pipeline import generated_section, neural_sim_stage, pick_per_task
+from comsim_neural_sim.evaluation.generated import evaluate_generated, main, markdown_table
+from comsim_neural_sim.stage import neural_sim_stage, pick_per_task, score_generated
 from comsim_neural_sim.translate.episode import read_sim_episode, write_translated
 
 
@@ -58,14 +58,15 @@ def test_a_perfect_translation_beats_the_sim_floor(episodes, tmp_path):
     assert m['translated_psnr'] > m['sim_psnr'] and m['translated_ssim'] > m['sim_ssim']
     assert p['translated_psnr'] < m['translated_psnr']
     assert p['sim_psnr'] == pytest.approx(m['sim_psnr'])    # the floor does not depend on it
-    assert '| **mean** |' in perfect.table and '| episode_0000_task | front | 4 |' in perfect.table
+    table = markdown_table(perfect.rows, perfect.mean)
+    assert '| **mean** |' in table and '| episode_0000_task | front | 4 |' in table
     saved = json.loads((tmp_path / 'generated.json').read_text())
     assert saved['mean']['translated_psnr'] == pytest.approx(100.0)
     assert (tmp_path / 'generated_grid.png').stat().st_size > 0
     # no positions.json in these ground truths: no object columns, said so, not zeros
     assert all(r['translated_obj_px'] is None and r['objects'] == {} for r in perfect.rows)
     assert saved['mean']['translated_found'] is None
-    assert '| 1.000 | – | – | – | – | – | – |' in perfect.table
+    assert '| 1.000 | – | – | – | – | – | – |' in table
 
 
 @pytest.fixture(scope='module')
@@ -94,7 +95,8 @@ def test_objects_are_found_where_the_ground_truth_has_them(objects, tmp_path):
     assert len(red['stamps']) == 5 and red['translated_px'] == [0.0] * 5    # per frame
     saved = json.loads((tmp_path / 'generated.json').read_text())
     assert saved['rows'][0]['objects']['blue_block']['sim_px'] == [0.0] * 5
-    assert 'object px translated' in res.table and '| 0.0 | 0.0 | 1.00 | 1.00 |' in res.table
+    table = markdown_table(res.rows, res.mean)
+    assert 'object px translated' in table and '| 0.0 | 0.0 | 1.00 | 1.00 |' in table
     for k in (2, 4):                           # the whole translation k px to the right
         row, _ = _score(objects, f'shift{k}', lambda f, k=k: np.roll(look_real(f), k, axis=1))
         assert row['translated_obj_px'] == pytest.approx(k, abs=0.3), row
@@ -149,7 +151,7 @@ def test_pick_per_task_takes_tasks_in_turn():
     assert pick_per_task(sims, 0) == []
 
 
-def test_stage_adds_the_ground_truth_table(tmp_path):
+def test_stage_scores_against_the_ground_truth(tmp_path):
     for i in range(2):
         sim_episode(tmp_path / 'sim' / f'task{i}', f'ep{i}', frames=5, seed=i)
         paired_episode(tmp_path / 'paired', f'pair{i}', frames=8, seed=i,
@@ -161,22 +163,25 @@ def test_stage_adds_the_ground_truth_table(tmp_path):
         for s in sims:
             ground_truth_episode(s, out_dir, cameras, max_frames)
 
-    md, pseudo = neural_sim_stage(tmp_path / 'o', tmp_path / 'paired', tmp_path / 'sim',
-                                  log=lambda s: None, train_steps=2, config=tiny_config(),
-                                  steps=1, ground_truth=render, ground_truth_episodes=2,
-                                  ground_truth_frames=3)
+    res = neural_sim_stage(tmp_path / 'o', tmp_path / 'paired', tmp_path / 'sim',
+                           log=lambda s: None, train_steps=2, config=tiny_config(), steps=1,
+                           ground_truth=render, ground_truth_episodes=2, ground_truth_frames=3)
     assert asked == [(['ep0', 'ep1'], ['front', 'side'], 3)]
-    assert '### Translated generated episodes vs bench-lab ground truth' in md
-    assert '| ep0 | front | 3 |' in md and '| ep1 | side | 3 |' in md
-    assert 'generated_eval/generated_grid.png' in md
-    assert (tmp_path / 'o' / 'generated_eval' / 'generated_grid.png').is_file()
+    gen = res.generated
+    assert gen.error is None and gen.episodes == ['ep0', 'ep1'] and gen.max_frames == 3
+    assert gen.cameras == ['front', 'side']
+    scored = [(r['episode'], r['camera'], r['frames']) for r in gen.result.rows]
+    assert ('ep0', 'front', 3) in scored and ('ep1', 'side', 3) in scored
+    assert gen.result.grid == tmp_path / 'o' / 'generated_eval' / 'generated_grid.png'
+    assert gen.result.grid.is_file()
 
     def broken(sims, out_dir, cameras, max_frames):
         raise RuntimeError('no EGL here')
 
-    text = generated_section(tmp_path / 'o2', [tmp_path / 'sim' / 'task0' / 'ep0'], pseudo,
-                             broken, ['front'], log=lambda s: None)
-    assert 'Not available: RuntimeError: no EGL here' in text
+    failed = score_generated(tmp_path / 'o2', [tmp_path / 'sim' / 'task0' / 'ep0'],
+                             res.pseudo_real, broken, ['front'], log=lambda s: None)
+    assert failed.error == 'RuntimeError: no EGL here' and failed.result is None
+    assert failed.episodes == ['ep0']
 
 
 def test_the_neural_simulator_never_imports_the_bench_lab():

@@ -1,11 +1,12 @@
-"""Main-job stage: trains, translates, ablates and returns a report section; clear errors."""
+"""Main-job stage: trains, translates, ablates and returns what it measured; clear errors."""
 
 import pytest
 from ns_episodes import paired_episode, sim_episode
 from ns_helpers import one_thread, tiny_config  # noqa: F401
 
 from comsim_neural_sim.errors import NeuralSimError
-from comsim_neural_sim.pipeline import neural_sim_stage
+from comsim_neural_sim.evaluation import ABLATION_MODES
+from comsim_neural_sim.stage import neural_sim_stage
 
 
 def test_stage_end_to_end(tmp_path):
@@ -13,13 +14,16 @@ def test_stage_end_to_end(tmp_path):
         sim_episode(tmp_path / 'sim', f'ep{i}', frames=5, seed=i)
         paired_episode(tmp_path / 'paired', f'pair{i}', frames=8, seed=i,
                        cameras=('front', 'side'))
-    md, pseudo = neural_sim_stage(tmp_path / 'o', tmp_path / 'paired', tmp_path / 'sim',
-                                  log=lambda s: None, train_steps=3, config=tiny_config(),
-                                  steps=1)
-    assert sorted(p.name for p in pseudo.glob('ep*')) == ['ep0', 'ep1']
-    assert '| joint conditioning |' in md and 'held out: pair1' in md
-    assert 'cameras front, side, one network' in md
-    assert (tmp_path / 'o' / 'pictures' / 'neural_sim_grid.png').is_file()
+    res = neural_sim_stage(tmp_path / 'o', tmp_path / 'paired', tmp_path / 'sim',
+                           log=lambda s: None, train_steps=3, config=tiny_config(), steps=1)
+    assert sorted(p.name for p in res.pseudo_real.glob('ep*')) == ['ep0', 'ep1']
+    assert res.sim_episodes == 2 and res.train_steps == 3 and res.sample_steps == 1
+    assert list(res.ablation.rows) == list(ABLATION_MODES)
+    assert 'joint conditioning' in res.ablation.rows
+    assert res.held_out == ['pair1'] and res.train_episodes == 1
+    assert res.cameras == ['front', 'side']
+    assert res.grid == tmp_path / 'o' / 'pictures' / 'neural_sim_grid.png' and res.grid.is_file()
+    assert res.generated is None                          # no ground-truth renderer given
 
 
 def test_stage_refuses_to_translate_a_camera_it_never_trained_on(tmp_path):

@@ -1,14 +1,13 @@
 """The main job's policy stage: trains real and real + pseudo-real checkpoints, rolls each out
-once on the bench lab over DDS, and reports training numbers, the success table and a picture.
+once on the bench lab over DDS, and returns training numbers, the success table and a picture.
 
 Synthetic episodes at the bench lab's native 240x320 (the policy node refuses a checkpoint
 trained on other sizes) and a tiny config keep it to seconds of training.
 """
 from __future__ import annotations
 
+import math
 import os
-import re
-from pathlib import Path
 
 import pytest
 import torch
@@ -18,7 +17,7 @@ from comsim_core.paths import repo_root
 from comsim_policy.checkpoint import load_config
 from comsim_policy.config import PolicyConfig
 from comsim_policy.inference import limit_cpu_threads
-from comsim_policy.pipeline import (
+from comsim_policy.stage import (
     episode_tasks,
     load_stage_config,
     policy_stage,
@@ -80,23 +79,29 @@ def test_stage_end_to_end(tmp_path):
     cfg.scheduler.num_inference_steps = 4
     out = tmp_path / 'out'
     lines: list[str] = []
-    md = policy_stage(out, real, pseudo, log=lines.append, rollouts_per_task=1,
-                      tasks=['move_card'], config=cfg, timeout_s=2.0,
-                      lab={'camera_rate_hz': 10.0})
-    for name, sources in (('real', {'real': 2}), ('real_pseudo', {'real': 2, 'pseudo_real': 1})):
-        ckpt = out / 'policy' / name
+    res = policy_stage(out, real, pseudo, log=lines.append, rollouts_per_task=1,
+                       tasks=['move_card'], config=cfg, timeout_s=2.0,
+                       lab={'camera_rate_hz': 10.0})
+    table = {r['checkpoint']: r for r in res.evaluation.table()}
+    assert [t.name for t in res.trained] == ['real', 'real_pseudo']
+    for trained, sources in zip(res.trained, ({'real': 2}, {'real': 2, 'pseudo_real': 1})):
+        ckpt = out / 'policy' / trained.name
+        assert trained.path == ckpt
         assert (ckpt / 'model.safetensors').exists() and (ckpt / 'config.yaml').exists()
         assert load_config(ckpt).camera_sizes == {FRONT: list(LAB_SIZE)}
-        assert re.search(rf'\| {name} \| move_card \| id \| default \| [01]/1 \| \d+ % \|', md), md
-        row = re.search(rf'^\| {name} \| [^|]+ \| 20 \| (\d+) \| \d+ \| ([\d.]+) \| ([\d.]+) '
-                        r'\| ([\d.]+) \|$', md, re.M)
-        assert row and float(row.group(1)) > 0, md
-        src = ', '.join(f'{k} {v}' for k, v in sorted(sources.items()))
-        assert f'| {name} | {src} |' in md
+        row = table[trained.name]
+        assert (row['task'], row['region'], row['variant'], row['rollouts']) == \
+            ('move_card', 'id', 'default', 1)
+        assert row['successes'] in (0, 1)
+        assert trained.steps == 20 and trained.samples_per_s > 0 and trained.wall_s >= 0
+        for v in (trained.val_loss, trained.val_action_mae, trained.val_image_sensitivity):
+            assert v is not None and math.isfinite(v) and v >= 0, trained
+        assert trained.episodes['sources'] == sources
+    assert res.checkpoints == out / 'policy' and res.cameras == 1
+    assert res.rollouts_per_task == 1 and res.timeout_s == 2.0 and res.eval_seed == 1000
     mixed = yaml.safe_load((out / 'policy' / 'real_pseudo' / 'config.yaml').read_text())
     assert mixed['train']['mixture'] == {'real': 1.0, 'pseudo_real': 1.0}
-    links = re.findall(r'!\[[^]]*\]\(([^)]+)\)', md)
-    assert len(links) == 2 and all(not Path(p).is_absolute() for p in links)
-    assert all((out / p).stat().st_size > 1000 for p in links)
-    assert all(p.startswith('pictures/') for p in links)
+    assert sorted(r.checkpoint for r, _ in res.pictures) == ['real', 'real_pseudo']
+    for _, png in res.pictures:
+        assert png.parent == out / 'pictures' and png.stat().st_size > 1000
     assert any('[policy:eval]' in s for s in lines)

@@ -37,10 +37,9 @@ METRICS = ('psnr', 'ssim', 'centroid_px', 'mask_iou')
 
 @dataclass
 class AblationResult:
-    """Mean metrics per row, the markdown table, and where the files went."""
+    """Mean metrics per row (label -> metric -> value), the episodes, and where the grid went."""
 
     rows: dict[str, dict[str, float]]
-    table: str
     grid: Path | None
     episodes: list[str] = field(default_factory=list)
     note: str = ''
@@ -54,6 +53,7 @@ def evaluate_clip(pipe: NeuralSimPipeline, clip: PairedClip, mode: str | None, s
 
 
 def markdown_table(rows: dict[str, dict[str, float]], n_eps: int) -> str:
+    """The ablation table (ablation.md, the command's output and the main job's report)."""
     head = ('| mode | PSNR (dB) ↑ | SSIM ↑ | gripper/object centroid err (px) ↓ | '
             'motion-mask IoU ↑ |\n|---|---:|---:|---:|---:|\n')
     body = ''.join(f"| {k} | {v['psnr']:.2f} | {v['ssim']:.3f} | {v['centroid_px']:.2f} | "
@@ -103,7 +103,7 @@ def run_ablation(pipeline: NeuralSimPipeline | str | Path, paired: str | Path | 
         {'rows': rows, 'episodes': [c.name for c in clips], 'steps': steps,
          'w_action': w_action, 'w_sim': w_sim, 'seed': seed, 'learned_metrics': note},
         indent=1))
-    return AblationResult(rows, table, grid, [c.name for c in clips], note)
+    return AblationResult(rows, grid, [c.name for c in clips], note)
 
 
 @cli_main('comsim-neural-sim-ablation')
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     res = run_ablation(args.checkpoint, args.paired, args.out, args.steps, args.w_action,
                        args.w_sim, args.seed, args.max_frames or None)
-    print(res.table)
+    print(markdown_table(res.rows, len(set(res.episodes))))
     print(res.note)
     return 0
 

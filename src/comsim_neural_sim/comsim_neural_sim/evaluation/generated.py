@@ -42,11 +42,10 @@ POSITION_COLUMNS = ('truth_obj_px', 'sim_obj_px', 'translated_obj_px', 'sim_foun
 
 @dataclass
 class GeneratedEvalResult:
-    """Per (episode, camera) rows, their frame-weighted mean, the markdown table, files."""
+    """Per (episode, camera) rows, their frame-weighted mean, the picture grid."""
 
     rows: list[dict]
-    mean: dict[str, float]
-    table: str
+    mean: dict[str, float | None]
     grid: Path | None = None
     missing: list[str] = field(default_factory=list)   # ground truths without a translation
 
@@ -187,7 +186,6 @@ def evaluate_generated(pseudo_real: str | Path | Sequence[str | Path], ground_tr
                              f'{sorted(truths)}, translated {sorted(by_name)}'
                              + (f', cameras {list(cameras)}' if cameras is not None else ''))
     mean = {k: _mean(rows, k) for k in COLUMNS + POSITION_COLUMNS}
-    table = markdown_table(rows, mean)
     grid = None
     if out is not None:
         out = Path(out)
@@ -197,12 +195,13 @@ def evaluate_generated(pseudo_real: str | Path | Sequence[str | Path], ground_tr
         grid = out / 'generated_grid.png'
         save_sheet(grid, list(first[:, idx]), scale=max(1, 96 // first.shape[2]))
         (out / 'generated.md').write_text(
-            '# Translated generated episodes vs bench-lab ground truth\n\n' + table +
+            '# Translated generated episodes vs bench-lab ground truth\n\n'
+            + markdown_table(rows, mean) +
             '\n![sim | translated | ground truth](generated_grid.png)\n')
         (out / 'generated.json').write_text(json.dumps(
             {'rows': rows, 'mean': mean, 'missing_translations': missing,
              'ground_truth': str(ground_truth)}, indent=1))
-    return GeneratedEvalResult(rows, mean, table, grid, missing)
+    return GeneratedEvalResult(rows, mean, grid, missing)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     except (NeuralSimError, FileNotFoundError) as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
-    print(res.table)
+    print(markdown_table(res.rows, res.mean))
     if res.missing:
         print(f'ground truth without a translation: {res.missing}')
     return 0

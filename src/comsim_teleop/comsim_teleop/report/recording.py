@@ -1,14 +1,49 @@
-"""Report section for recorded episodes: duration, size, per-topic rates and drops, pictures."""
+"""What the recorder's sidecars say about recorded episodes: per episode and per topic.
+
+Numbers only; the main job's report (scripts/report.py) renders them with contact sheets.
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import yaml
 
-from comsim_core.report.episodes import contact_sheet
-from comsim_core.report.images import save_png
-from comsim_core.statistics import wilson_interval
+
+@dataclass(frozen=True)
+class EpisodeRow:
+    """One recorded episode; ``lowest_rate`` is the worst stream's achieved / expected rate."""
+
+    path: Path
+    task: str | None
+    success: bool | None
+    status: str | None
+    duration_s: float
+    size_mb: float
+    drops: int
+    lowest_rate: float | None
+
+
+@dataclass(frozen=True)
+class TopicRow:
+    """One topic over every episode."""
+
+    topic: str
+    messages: int
+    mean_rate_hz: float
+    expected_rate_hz: float | None
+    lowest_rate_hz: float
+    queue_drops: int
+    missed: int
+    max_gap_s: float
+
+
+@dataclass(frozen=True)
+class RecordingSummary:
+    episodes_dir: Path
+    episodes: list[EpisodeRow]
+    topics: list[TopicRow]
 
 
 def load_sidecars(episodes_dir: Path) -> list[tuple[Path, dict]]:
@@ -21,70 +56,34 @@ def load_sidecars(episodes_dir: Path) -> list[tuple[Path, dict]]:
     return out
 
 
-def success_table(outcomes: list[tuple[str, bool]]) -> str:
-    """Markdown: recording success per task, k/N with its Wilson 95 % interval."""
-    lines = ['| task | successful | rate | 95 % interval (Wilson) |', '|---|---|---|---|']
-    for task in dict.fromkeys(t for t, _ in outcomes):
-        ok = [s for t, s in outcomes if t == task]
-        k, n = sum(ok), len(ok)
-        lo, hi = wilson_interval(k, n)
-        lines.append(f'| {task} | {k}/{n} | {100 * k / n:.0f} % '
-                     f'| {100 * lo:.0f}–{100 * hi:.0f} % |')
-    return '\n'.join(lines)
+def episode_row(path: Path, side: dict) -> EpisodeRow:
+    summary = side.get('summary') or {}
+    streams = summary.get('streams', {})
+    drops = sum(s.get('dropped', 0) + s.get('missed_estimate', 0) for s in streams.values())
+    ratios = [s['rate_hz'] / s['expected_rate_hz'] for s in streams.values()
+              if s.get('rate_hz') and s.get('expected_rate_hz')]
+    return EpisodeRow(path, (side.get('metadata') or {}).get('task'), side.get('success'),
+                      side.get('status'), float(summary.get('duration_s', 0)),
+                      summary.get('bag_bytes', 0) / 1e6, int(drops),
+                      min(ratios) if ratios else None)
 
 
-def _fmt_rate(stream: dict) -> str:
-    rate, expected = stream.get('rate_hz'), stream.get('expected_rate_hz')
-    if rate is None:
-        return 'n/a'
-    return f'{rate:.1f}' + (f' / {expected:g} ({100 * rate / expected:.0f} %)' if expected else '')
+def topic_row(topic: str, items: list[dict]) -> TopicRow:
+    """Rates of the episodes that measured one (NaN when none did); gaps default to none."""
+    rates = [s['rate_hz'] for s in items if s.get('rate_hz')] or [float('nan')]
+    gaps = [s['max_gap_s'] for s in items if s.get('max_gap_s') is not None] or [0.0]
+    return TopicRow(topic, sum(s['count'] for s in items), float(np.mean(rates)),
+                    items[0].get('expected_rate_hz') or None, float(min(rates)),
+                    sum(s.get('dropped', 0) for s in items),
+                    sum(s.get('missed_estimate', 0) for s in items), float(max(gaps)))
 
 
-def recording_section(episodes_dir: Path, out_dir: Path, cameras: list[str],
-                      frames_per_sheet: int = 6) -> str:
-    """Markdown for the recording stage; writes contact sheets under `out_dir/pictures`."""
-    episodes = load_sidecars(episodes_dir)
-    lines = ['## Recording', '',
-             f'{len(episodes)} episodes recorded by the scripted expert on the bench lab '
-             f'(`{episodes_dir}`). Rates are achieved / expected Hz over each episode; drops are '
-             'messages lost in the recorder queue plus those missing from gaps in a stream.', '',
-             '| episode | task | success | status | duration (s) | size (MB) | drops | '
-             'lowest rate vs expected |',
-             '|---|---|---|---|---|---|---|---|']
+def summarise_recording(episodes_dir: Path) -> RecordingSummary:
+    """Per-episode and per-topic numbers from every sidecar under ``episodes_dir``."""
+    sidecars = load_sidecars(episodes_dir)
     per_topic: dict[str, list[dict]] = {}
-    for path, side in episodes:
-        summary = side.get('summary') or {}
-        streams = summary.get('streams', {})
-        drops = sum(s.get('dropped', 0) + s.get('missed_estimate', 0) for s in streams.values())
-        ratios = [s['rate_hz'] / s['expected_rate_hz'] for s in streams.values()
-                  if s.get('rate_hz') and s.get('expected_rate_hz')]
-        for topic, s in streams.items():
+    for _, side in sidecars:
+        for topic, s in ((side.get('summary') or {}).get('streams', {})).items():
             per_topic.setdefault(topic, []).append(s)
-        task = (side.get('metadata') or {}).get('task', '?')
-        low = f'{min(ratios) * 100:.0f} %' if ratios else 'n/a'
-        lines.append(f"| {path.name} | {task} | {side.get('success')} | {side.get('status')} | "
-                     f"{summary.get('duration_s', 0):.1f} | "
-                     f"{summary.get('bag_bytes', 0) / 1e6:.1f} | {drops} | {low} |")
-    lines += ['', '### Per topic, over all episodes', '',
-              '| topic | messages | mean rate (Hz) | expected (Hz) | lowest episode rate | '
-              'queue drops | missed (gaps) | max gap (s) |', '|---|---|---|---|---|---|---|---|']
-    for topic, items in per_topic.items():
-        rates = [s['rate_hz'] for s in items if s.get('rate_hz')] or [float('nan')]
-        gaps = [s['max_gap_s'] for s in items if s.get('max_gap_s') is not None] or [0.0]
-        lines.append(
-            f"| `{topic}` | {sum(s['count'] for s in items)} | {np.mean(rates):.2f} | "
-            f"{items[0].get('expected_rate_hz') or '-'} | {min(rates):.2f} | "
-            f"{sum(s.get('dropped', 0) for s in items)} | "
-            f"{sum(s.get('missed_estimate', 0) for s in items)} | {max(gaps):.3f} |")
-    lines += ['', '### Contact sheets', '']
-    for path, side in episodes:
-        try:
-            sheet = contact_sheet(path, cameras, frames_per_sheet)
-        except Exception as exc:  # one unreadable episode must not sink the report
-            lines.append(f'- {path.name}: no contact sheet ({exc})')
-            continue
-        png = save_png(Path(out_dir) / 'pictures' / f'{path.name}.png', sheet)
-        lines += [f'**{path.name}** ({(side.get("metadata") or {}).get("task")}, '
-                  f'success={side.get("success")})', '',
-                  f'![{path.name}]({png.relative_to(out_dir)})', '']
-    return '\n'.join(lines)
+    return RecordingSummary(Path(episodes_dir), [episode_row(p, s) for p, s in sidecars],
+                            [topic_row(t, items) for t, items in per_topic.items()])

@@ -4,7 +4,8 @@ One policy is trained on the recorded real episodes (``out/policy/real``); when 
 simulator left pseudo-real episodes, a second one on real + pseudo-real through the mixture
 sampler (``out/policy/real_pseudo``), so the report can compare them on the same lab seeds.
 Both are evaluated in closed loop on the bench lab over DDS (in-distribution layouts only, few
-rollouts: a CPU cannot afford more inside the main job) and the stage returns its markdown.
+rollouts: a CPU cannot afford more inside the main job); the stage returns what it trained and
+measured, and the main job's report renders it.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 import yaml
@@ -24,6 +26,9 @@ from .config import PolicyConfig
 from .data.episode_arrays import EpisodeDataError, find_episodes
 from .training.data_setup import DataSpec
 from .training.train import train
+
+if TYPE_CHECKING:
+    from .evaluation.closed_loop import Evaluation, Rollout
 
 DEFAULT_CONFIG = 'config/policy_train_main_job.yaml'
 DEFAULT_TASKS = ('stack_blocks', 'move_card', 'shake_bottle')
@@ -48,15 +53,26 @@ class TrainedPolicy:
     val_action_mae: float | None
     val_image_sensitivity: float | None = None
 
-    def row(self) -> str:
-        def fmt(v: float | None) -> str:
-            return 'n/a' if v is None else f'{v:.4f}'
-        src = ', '.join(f'{k} {v}' for k, v in sorted(self.episodes.get('sources', {}).items()))
-        if self.episodes.get('failed_skipped'):
-            src += f" ({self.episodes['failed_skipped']} failed left out)"
-        return (f'| {self.name} | {src} | {self.steps} | {self.samples_per_s:.0f} | '
-                f'{self.wall_s:.0f} | {fmt(self.val_loss)} | {fmt(self.val_action_mae)} | '
-                f'{fmt(self.val_image_sensitivity)} |')
+
+@dataclass
+class PolicyStageResult:
+    """The trained checkpoints, the closed-loop evaluation and one picture per checkpoint."""
+
+    device: str
+    cameras: int
+    image_size: list[int]
+    down_dims: list[int]
+    batch_size: int
+    inference_steps: int
+    checkpoints: Path                 # out/policy
+    trained: list[TrainedPolicy]
+    rollouts_per_task: int
+    eval_seed: int
+    timeout_s: float
+    eval_wall_s: float
+    evaluation: Evaluation
+    pictures: list[tuple[Rollout, Path]]    # (rollout, its contact sheet under out/pictures)
+    wall_s: float
 
 
 def load_stage_config(config: PolicyConfig | Path | str | None) -> PolicyConfig:
@@ -133,8 +149,8 @@ def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
                  tasks: Sequence[str] | None = None, *,
                  config: PolicyConfig | Path | str | None = None,
                  cache_dir: Path | str | None = None, timeout_s: float = 15.0,
-                 lab: dict | None = None, policy: dict | None = None) -> str:
-    """Train, evaluate in closed loop (region 'id'), and return the report's markdown section.
+                 lab: dict | None = None, policy: dict | None = None) -> PolicyStageResult:
+    """Train, evaluate in closed loop (region 'id'), and return what was trained and measured.
 
     ``config`` defaults to ``config/policy_train_main_job.yaml``; ``cache_dir`` (default: the
     config's, relative to the repository) keeps decoded frames between runs; ``timeout_s`` is
@@ -172,33 +188,20 @@ def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
                           log=lambda s: log(f'[policy:eval] {s}'))
     eval_wall = time.monotonic() - t_eval
     sheets = _pictures(result.rollouts, out)
-    lines = ['## Policy', '',
-             f'Diffusion Policy trained on {cfg.train.device} ({len(cfg.camera_topics)} '
-             f'camera(s) at {cfg.image_size[0]}x{cfg.image_size[1]}, UNet '
-             f'{cfg.model.down_dims}, batch {cfg.train.batch_size}, '
-             f'{cfg.scheduler.num_inference_steps} DDIM steps); checkpoints under '
-             f'`{(out / "policy").relative_to(out)}/`. Validation: held-out episodes, '
-             'diffusion loss and mean absolute DDIM action error (rad; gripper m); image '
-             'sensitivity: how far the actions move when a window gets another window\'s '
-             'images (~0: the policy ignores its cameras).', '',
-             '| checkpoint | episodes | steps | samples/s | wall (s) | val loss | '
-             'val action error | image sensitivity |', '|---|---|---|---|---|---|---|---|',
-             *[t.row() for t in trained], '',
-             f'Closed loop on the bench lab over DDS: {rollouts_per_task} rollout(s) per task, '
-             f'in-distribution layouts (seeds {EVAL_SEED}..), {timeout_s:g} sim s each; '
-             f'{eval_wall:.0f} s wall.', '', result.markdown(), '']
-    for rollout, png in sheets:
-        lines += [f'**{rollout.checkpoint}** on {rollout.task} (seed {rollout.seed}, '
-                  f'{"success" if rollout.success else "failure"}):', '',
-                  f'![{rollout.checkpoint} {rollout.task}]({png.relative_to(out)})', '']
-    lines.append(f'Stage wall time {time.monotonic() - t_stage:.0f} s.')
-    log(f'[policy] done in {time.monotonic() - t_stage:.0f} s')
-    return '\n'.join(lines) + '\n'
+    wall = time.monotonic() - t_stage
+    log(f'[policy] done in {wall:.0f} s')
+    return PolicyStageResult(
+        device=cfg.train.device, cameras=len(cfg.camera_topics),
+        image_size=list(cfg.image_size), down_dims=list(cfg.model.down_dims),
+        batch_size=cfg.train.batch_size, inference_steps=cfg.scheduler.num_inference_steps,
+        checkpoints=out / 'policy', trained=trained, rollouts_per_task=rollouts_per_task,
+        eval_seed=EVAL_SEED, timeout_s=timeout_s, eval_wall_s=eval_wall, evaluation=result,
+        pictures=sheets, wall_s=wall)
 
 
-def _pictures(rollouts: list, out: Path) -> list[tuple[object, Path]]:
+def _pictures(rollouts: list[Rollout], out: Path) -> list[tuple[Rollout, Path]]:
     """Copy one contact sheet per checkpoint (a success when there is one) to out/pictures."""
-    chosen: dict[str, object] = {}
+    chosen: dict[str, Rollout] = {}
     for r in rollouts:
         if r.sheet and Path(r.sheet).exists():
             if r.checkpoint not in chosen or (r.success and not chosen[r.checkpoint].success):

@@ -2,12 +2,11 @@
 → paired episodes, aligned scenes → generated sim episodes.
 
 Uses only what a lab has: a calibration session, recorded episodes (task and variant from their
-metadata) and the measured object sheet. Evaluation against the bench lab's ground truth is the
-caller's business (scripts/main_job.py), never this module's.
+metadata) and the measured object sheet. Scoring against the bench lab's ground truth is the
+caller's business (comsim_bench_lab.scoring, run by scripts/main_job.py), never this module's.
 """
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,8 @@ from comsim_twin.scene import TwinCamera, TwinScene
 
 @dataclass
 class TwinStageResult:
+    """Cameras and per-episode reports of the stage; the main job's report renders them."""
+
     cameras: dict[str, TwinCamera]
     calibration: dict[str, dict]
     scenes: dict[str, Path] = field(default_factory=dict)          # episode name -> scene
@@ -36,13 +37,10 @@ class TwinStageResult:
 def episode_task(path: Path) -> tuple[str, str | None]:
     """Task and variant of a recorded episode from its metadata (the recorder stores both)."""
     with Episode.open(path) as ep:
-        meta = ep.metadata.get('metadata') or {}
-    task = meta.get('task')
-    if not task:
+        meta = ep.meta
+    if not meta.task:
         raise ValueError(f'{path}: episode metadata names no task')
-    match = re.search(r'variant=(\S*)', str(meta.get('notes', '')))
-    variant = meta.get('variant') or (match.group(1) if match else None)
-    return task, (variant or None)
+    return meta.task, (meta.variant or None)
 
 
 def calibrate(calibration_bag: Path, out: Path) -> tuple[dict[str, TwinCamera], dict]:

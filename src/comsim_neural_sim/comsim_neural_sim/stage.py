@@ -1,12 +1,14 @@
 """Main-job stage: train a small neural simulator on paired episodes, translate the sim
 episodes into pseudo-real ones, run the ablation, score translated generated episodes against
-ground truth when the caller can render it, and return the report section."""
+ground truth when the caller can render it, and return what it measured (the main job's
+report renders it)."""
 
 from __future__ import annotations
 
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -14,8 +16,8 @@ import torch
 from .config import NeuralSimConfig
 from .data.clips import load_paired_dir
 from .errors import NeuralSimError
-from .evaluation.ablation import run_ablation
-from .evaluation.generated import evaluate_generated
+from .evaluation.ablation import AblationResult, run_ablation
+from .evaluation.generated import GeneratedEvalResult, evaluate_generated
 from .training.train import train
 from .translate.episode import camera_topics, find_episodes, translate_dir
 
@@ -48,44 +50,76 @@ def pick_per_task(sims: list[Path], n: int) -> list[Path]:
     return picked[:max(0, n)]
 
 
-def generated_section(out: Path, sims: list[Path], pseudo: Path, ground_truth: GroundTruthFn,
-                      cameras: list[str], episodes: int = 3, max_frames: int = 32,
-                      log=print) -> str:
-    """Render ground truth for a few translated sim episodes and score them (markdown)."""
+@dataclass
+class GeneratedScore:
+    """A few translated sim episodes scored against rendered ground truth, or why they were not.
+
+    ``result`` is None when rendering or scoring failed: ``error`` then says what failed, so
+    the stage goes on and the report says so.
+    """
+
+    episodes: list[str]
+    cameras: list[str]
+    max_frames: int
+    render_s: float = 0.0
+    eval_s: float = 0.0
+    result: GeneratedEvalResult | None = None
+    error: str | None = None
+
+
+@dataclass
+class NeuralSimStageResult:
+    """What the stage did and measured; the main job's report renders it."""
+
+    train_steps: int
+    train_episodes: int
+    held_out: list[str]          # empty: one paired episode, evaluated on its training episode
+    cameras: list[str]
+    height: int
+    width: int
+    frames: int
+    train_s: float
+    first_loss: float
+    last_loss: float
+    sim_episodes: int
+    pseudo_real: Path
+    sample_steps: int
+    translate_s: float
+    grid: Path                   # sim | translated | ground truth, first held-out clip
+    loss_curve: Path | None
+    ablation: AblationResult
+    generated: GeneratedScore | None = None
+
+
+def score_generated(out: Path, sims: list[Path], pseudo: Path, ground_truth: GroundTruthFn,
+                    cameras: list[str], episodes: int = 3, max_frames: int = 32,
+                    log=print) -> GeneratedScore:
+    """Render ground truth for a few translated sim episodes and score them."""
     chosen = pick_per_task(sims, episodes)
-    title = '### Translated generated episodes vs bench-lab ground truth\n\n'
+    score = GeneratedScore([p.name for p in chosen], list(cameras), max_frames)
     try:
         t0 = time.perf_counter()
         ground_truth(chosen, out / 'ground_truth', list(cameras), max_frames)
-        render_s = time.perf_counter() - t0
+        score.render_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        res = evaluate_generated([pseudo / p.name for p in chosen], out / 'ground_truth',
-                                 out / 'generated_eval', list(cameras), log=log)
-        eval_s = time.perf_counter() - t0
-    except Exception as exc:  # the report says what failed; the neural-sim section goes on
+        score.result = evaluate_generated([pseudo / p.name for p in chosen], out / 'ground_truth',
+                                          out / 'generated_eval', list(cameras), log=log)
+        score.eval_s = time.perf_counter() - t0
+    except Exception as exc:  # the report says what failed; the neural-sim stage goes on
         log(f'ground truth for generated episodes failed: {type(exc).__name__}: {exc}')
-        return f'{title}Not available: {type(exc).__name__}: {exc}\n'
-    log(f'ground truth: {len(chosen)} episode(s) rendered in {render_s:.0f} s, scored in '
-        f'{eval_s:.0f} s')
-    grid = res.grid.relative_to(out) if res.grid else None
-    return (f'{title}The bench lab filmed each generated layout and trajectory (kinematic replay, '
-            f'hidden realism on) at the sim frame stamps: ground truth that recorded episodes '
-            f'cannot give. Cameras {", ".join(cameras)}, up to {max_frames} frames spread over '
-            f'each episode, '
-            f'{len(chosen)} episode(s); rendered in {render_s:.0f} s, scored in {eval_s:.0f} '
-            f's. "sim" is the untranslated twin frame (the floor). Object px: distance of each '
-            f'object found by its colour (the lab\'s for translations, the twin\'s for the '
-            f'floor) from where the lab shows it; found: fraction of frames where it was '
-            f'found.\n\n{res.table}\n'
-            + (f'![sim | translated | ground truth]({grid})\n' if grid else ''))
+        score.error = f'{type(exc).__name__}: {exc}'
+        return score
+    log(f'ground truth: {len(chosen)} episode(s) rendered in {score.render_s:.0f} s, scored in '
+        f'{score.eval_s:.0f} s')
+    return score
 
 
 def neural_sim_stage(out: Path, paired_dir: Path, sim_dir: Path, log=print,
                      train_steps: int | None = None, config: NeuralSimConfig | None = None,
                      steps: int = 10, ground_truth: GroundTruthFn | None = None,
                      ground_truth_episodes: int = 3, ground_truth_frames: int = 32
-                     ) -> tuple[str, Path]:
-    """Returns (markdown section, pseudo-real episode directory).
+                     ) -> NeuralSimStageResult:
+    """Train, translate every sim episode into ``out/pseudo_real``, ablate on a held-out one.
 
     ``ground_truth``, when given, renders real-looking ground truth of sim episodes (the main
     job passes the bench lab's; this package never imports it): then a few translated episodes
@@ -131,21 +165,17 @@ def neural_sim_stage(out: Path, paired_dir: Path, sim_dir: Path, log=print,
     pics.mkdir(parents=True, exist_ok=True)
     grid = pics / 'neural_sim_grid.png'
     shutil.copyfile(abl.grid, grid)
-    if (ckpt / 'loss.png').is_file():
-        shutil.copyfile(ckpt / 'loss.png', pics / 'neural_sim_loss.png')
-    gen_md = ''
+    loss = pics / 'neural_sim_loss.png' if (ckpt / 'loss.png').is_file() else None
+    if loss is not None:
+        shutil.copyfile(ckpt / 'loss.png', loss)
+    generated = None
     if ground_truth is not None and ground_truth_episodes > 0:
-        gen_md = '\n' + generated_section(out, sims, pseudo, ground_truth, cfg.cameras,
-                                           ground_truth_episodes, ground_truth_frames, log)
-    held_note = ('held out: ' + ', '.join(sorted(set(abl.episodes))) if held_name else
-                 'only one paired episode: evaluated on its training episode (NOT held out)')
-    md = (f'## Neural simulator\n\n'
-          f'Trained {n_steps} steps on {len(names) - bool(held_name)} paired episode(s) '
-          f'(cameras {", ".join(cfg.cameras)}, one network; {cfg.height}x{cfg.width}, '
-          f'{cfg.frames}-frame windows) in '
-          f'{train_s:.0f} s; loss {res.first_loss:.4f} -> {res.last_loss:.4f}. '
-          f'Translated {len(sims)} sim episode(s) into `{pseudo}` ({steps} DDIM steps per '
-          f'window, {translate_s:.0f} s).\n\n'
-          f'![sim | translated | ground truth]({grid.relative_to(out)})\n\n'
-          f'Ablation ({held_note}):\n\n{abl.table}\n{abl.note}\n{gen_md}')
-    return md, pseudo
+        generated = score_generated(out, sims, pseudo, ground_truth, cfg.cameras,
+                                    ground_truth_episodes, ground_truth_frames, log)
+    return NeuralSimStageResult(
+        train_steps=n_steps, train_episodes=len(names) - bool(held_name),
+        held_out=sorted(set(abl.episodes)) if held_name else [], cameras=list(cfg.cameras),
+        height=cfg.height, width=cfg.width, frames=cfg.frames, train_s=train_s,
+        first_loss=res.first_loss, last_loss=res.last_loss, sim_episodes=len(sims),
+        pseudo_real=pseudo, sample_steps=steps, translate_s=translate_s, grid=grid,
+        loss_curve=loss, ablation=abl, generated=generated)

@@ -1,0 +1,226 @@
+"""The main job's report: every stage's result rendered as a markdown section, with pictures.
+
+Stages return numbers, rows and picture paths; only this module writes prose, so a stage's
+wording can change without touching its package, and the links are relative to the report's
+folder ``out`` (the report moves with its run).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from comsim_core.report.episodes import contact_sheet
+from comsim_core.report.images import save_png
+from comsim_core.statistics import wilson_interval
+
+if TYPE_CHECKING:   # the stages pull in torch and MuJoCo: imported where a section needs them
+    from comsim_bench_lab.scoring import TwinScores
+    from comsim_neural_sim.stage import GeneratedScore, NeuralSimStageResult
+    from comsim_policy.stage import PolicyStageResult, TrainedPolicy
+    from comsim_teleop.report.recording import RecordingSummary
+    from comsim_twin.stage import TwinStageResult
+
+
+def link(path: Path, out: Path) -> str:
+    """A picture's path relative to the report's folder."""
+    return Path(path).relative_to(out).as_posix()
+
+
+# --- recording ----------------------------------------------------------------------------
+
+
+def success_table(outcomes: list[tuple[str, bool]]) -> str:
+    """Recording success per task, k/N with its Wilson 95 % interval."""
+    lines = ['| task | successful | rate | 95 % interval (Wilson) |', '|---|---|---|---|']
+    for task in dict.fromkeys(t for t, _ in outcomes):
+        ok = [s for t, s in outcomes if t == task]
+        k, n = sum(ok), len(ok)
+        lo, hi = wilson_interval(k, n)
+        lines.append(f'| {task} | {k}/{n} | {100 * k / n:.0f} % '
+                     f'| {100 * lo:.0f}–{100 * hi:.0f} % |')
+    return '\n'.join(lines)
+
+
+def recording_section(summary: RecordingSummary, out: Path, cameras: list[str],
+                      outcomes: list[tuple[str, bool]], wall_s: float,
+                      frames_per_sheet: int = 6) -> str:
+    """The recording stage: outcomes per task, per-episode and per-topic numbers, and one
+    contact sheet per episode (written under ``out/pictures``)."""
+    ok = sum(s for _, s in outcomes)
+    lines = ['## Recording', '', f'Wall time {wall_s:.0f} s; {ok}/{len(outcomes)} episodes '
+             'successful.', '', success_table(outcomes), '',
+             f'{len(summary.episodes)} episodes recorded by the scripted expert on the bench lab '
+             f'(`{summary.episodes_dir}`). Rates are achieved / expected Hz over each episode; '
+             'drops are messages lost in the recorder queue plus those missing from gaps in a '
+             'stream.', '',
+             '| episode | task | success | status | duration (s) | size (MB) | drops | '
+             'lowest rate vs expected |',
+             '|---|---|---|---|---|---|---|---|']
+    for e in summary.episodes:
+        low = 'n/a' if e.lowest_rate is None else f'{e.lowest_rate * 100:.0f} %'
+        lines.append(f'| {e.path.name} | {e.task or "?"} | {e.success} | {e.status} | '
+                     f'{e.duration_s:.1f} | {e.size_mb:.1f} | {e.drops} | {low} |')
+    lines += ['', '### Per topic, over all episodes', '',
+              '| topic | messages | mean rate (Hz) | expected (Hz) | lowest episode rate | '
+              'queue drops | missed (gaps) | max gap (s) |', '|---|---|---|---|---|---|---|---|']
+    for t in summary.topics:
+        lines.append(f'| `{t.topic}` | {t.messages} | {t.mean_rate_hz:.2f} | '
+                     f'{t.expected_rate_hz or "-"} | {t.lowest_rate_hz:.2f} | {t.queue_drops} | '
+                     f'{t.missed} | {t.max_gap_s:.3f} |')
+    lines += ['', '### Contact sheets', '']
+    for e in summary.episodes:
+        try:
+            sheet = contact_sheet(e.path, cameras, frames_per_sheet)
+        except Exception as exc:  # one unreadable episode must not sink the report
+            lines.append(f'- {e.path.name}: no contact sheet ({exc})')
+            continue
+        png = save_png(out / 'pictures' / f'{e.path.name}.png', sheet)
+        lines += [f'**{e.path.name}** ({e.task}, success={e.success})', '',
+                  f'![{e.path.name}]({link(png, out)})', '']
+    return '\n'.join(lines)
+
+
+def reused_recording_section(episodes: Path) -> str:
+    return f'## Recording\n\nReused the episodes in `{episodes}`.'
+
+
+# --- digital twin -------------------------------------------------------------------------
+
+
+def twin_section(res: TwinStageResult, scores: TwinScores, out: Path, capture_s: float,
+                 calib_views: int) -> str:
+    """Calibration and alignment against the bench lab's truth, replay gaps with one real |
+    twin | difference picture per task (under ``out/pictures``), rule-based generation."""
+    from comsim_twin.replay import side_by_side  # noqa: PLC0415
+    lines = ['## Digital twin', '',
+             f'Calibration capture {capture_s:.0f} s ({calib_views} board views per camera '
+             f'+ table placements), calibration {res.seconds["calibration"]:.0f} s, alignment '
+             f'{res.seconds["alignment"]:.0f} s, replay {res.seconds["replay"]:.0f} s, '
+             f'generation {res.seconds["generation"]:.0f} s. Errors are against the bench '
+             "lab's hidden ground truth, which the twin never reads.", '',
+             '### Calibration', '',
+             '| camera | views used / rejected | mean reprojection (px) | fx, fy error (px) | '
+             'cx, cy error (px) | extrinsic error (mm) | (deg) |', '|---|---|---|---|---|---|---|']
+    for s in scores.cameras:
+        intr = res.calibration[s.camera]['intrinsics']
+        lines.append(f'| {s.camera} | {len(intr["used_views"])} / '
+                     f'{len(intr["rejected_views"])} | {intr["mean_error_px"]:.3f} | '
+                     f'{s.fx_px:+.2f}, {s.fy_px:+.2f} | {s.cx_px:+.2f}, {s.cy_px:+.2f} | '
+                     f'{s.position_mm:.2f} | {s.rotation_deg:.3f} |')
+    lines += ['', 'Targets: < 0.5 px, < 5 mm, < 0.5°.', '', '### Alignment', '',
+              '| episode | object | position error (mm) | yaw error (deg) | IoU | colour (twin) |',
+              '|---|---|---|---|---|---|']
+    for s in scores.objects:
+        if not s.in_layout:
+            lines.append(f'| {s.episode} | {s.object} | (not in the bench layout) | | | |')
+            continue
+        o = res.alignment[s.episode]['objects'][s.object]
+        yaw = '–' if s.yaw_deg is None else f'{s.yaw_deg:+.1f}'
+        rgb = ', '.join(f'{c:.2f}' for c in o['colour'])
+        lines.append(f'| {s.episode} | {s.object} | {s.position_mm:.1f} | {yaw} | '
+                     f'{o["iou"]:.2f} | {rgb} |')
+    errors = scores.position_errors_mm()
+    if errors:
+        lines += ['', f'Position error over {len(errors)} objects: mean {np.mean(errors):.1f} '
+                  f'mm, max {np.max(errors):.1f} mm (target < 10 mm; box yaw modulo 90°, round '
+                  'objects have none).']
+    lines += ['', '### Replay: real vs twin (same states)', '',
+              '| episode | frames | PSNR mean (dB) | PSNR min | SSIM mean | SSIM min |',
+              '|---|---|---|---|---|---|']
+    for name, gap in res.gaps.items():
+        cams = list(gap['cameras'].values())
+        lines.append(f'| {name} | {sum(c["frames"] for c in cams)} | {gap["psnr_mean"]:.2f} | '
+                     f'{min(c["psnr_min"] for c in cams):.2f} | {gap["ssim_mean"]:.3f} | '
+                     f'{min(c["ssim_min"] for c in cams):.3f} |')
+    shown = set()
+    for name, paired in res.paired.items():
+        task = name.split('_', 2)[-1]
+        if task in shown:
+            continue
+        shown.add(task)
+        png = save_png(out / 'pictures' / f'twin_{name}.png', side_by_side(paired, 3))
+        lines += ['', f'**{name}**: real | twin | difference', '', f'![{name}]({link(png, out)})']
+    lines += ['', '### Rule-based generation', '', '| task | made | successful | wall (s) |',
+              '|---|---|---|---|']
+    for task, g in res.generation.items():
+        lines.append(f'| {task} | {g["made"]} | {g["successes"]} | {g["wall_s"]:.0f} |')
+    return '\n'.join(lines)
+
+
+# --- neural simulator ---------------------------------------------------------------------
+
+
+def generated_section(gen: GeneratedScore, out: Path) -> str:
+    """Translated generated episodes scored against the bench lab's renders (or why not)."""
+    from comsim_neural_sim.evaluation.generated import markdown_table  # noqa: PLC0415
+    title = '### Translated generated episodes vs bench-lab ground truth\n\n'
+    if gen.result is None:
+        return f'{title}Not available: {gen.error}\n'
+    grid = gen.result.grid
+    return (f'{title}The bench lab filmed each generated layout and trajectory (kinematic replay, '
+            f'hidden realism on) at the sim frame stamps: ground truth that recorded episodes '
+            f'cannot give. Cameras {", ".join(gen.cameras)}, up to {gen.max_frames} frames '
+            f'spread over each episode, {len(gen.episodes)} episode(s); rendered in '
+            f'{gen.render_s:.0f} s, scored in {gen.eval_s:.0f} s. "sim" is the untranslated '
+            f'twin frame (the floor). Object px: distance of each object found by its colour '
+            f'(the lab\'s for translations, the twin\'s for the floor) from where the lab shows '
+            f'it; found: fraction of frames where it was found.\n\n'
+            f'{markdown_table(gen.result.rows, gen.result.mean)}\n'
+            + (f'![sim | translated | ground truth]({link(grid, out)})\n' if grid else ''))
+
+
+def neural_sim_section(res: NeuralSimStageResult, out: Path, wall_s: float) -> str:
+    from comsim_neural_sim.evaluation.ablation import markdown_table  # noqa: PLC0415
+    held = ('held out: ' + ', '.join(res.held_out) if res.held_out else
+            'only one paired episode: evaluated on its training episode (NOT held out)')
+    abl = res.ablation
+    gen = '' if res.generated is None else '\n' + generated_section(res.generated, out)
+    return (f'## Neural simulator\n\n'
+            f'Trained {res.train_steps} steps on {res.train_episodes} paired episode(s) '
+            f'(cameras {", ".join(res.cameras)}, one network; {res.height}x{res.width}, '
+            f'{res.frames}-frame windows) in {res.train_s:.0f} s; loss {res.first_loss:.4f} -> '
+            f'{res.last_loss:.4f}. Translated {res.sim_episodes} sim episode(s) into '
+            f'`{res.pseudo_real}` ({res.sample_steps} DDIM steps per window, '
+            f'{res.translate_s:.0f} s).\n\n'
+            f'![sim | translated | ground truth]({link(res.grid, out)})\n\n'
+            f'Ablation ({held}):\n\n{markdown_table(abl.rows, len(set(abl.episodes)))}\n'
+            f'{abl.note}\n{gen}'
+            f'\n\nStage wall time {wall_s:.0f} s.')
+
+
+# --- policy -------------------------------------------------------------------------------
+
+
+def trained_row(t: TrainedPolicy) -> str:
+    def fmt(v: float | None) -> str:
+        return 'n/a' if v is None else f'{v:.4f}'
+    src = ', '.join(f'{k} {v}' for k, v in sorted(t.episodes.get('sources', {}).items()))
+    if t.episodes.get('failed_skipped'):
+        src += f" ({t.episodes['failed_skipped']} failed left out)"
+    return (f'| {t.name} | {src} | {t.steps} | {t.samples_per_s:.0f} | {t.wall_s:.0f} | '
+            f'{fmt(t.val_loss)} | {fmt(t.val_action_mae)} | {fmt(t.val_image_sensitivity)} |')
+
+
+def policy_section(res: PolicyStageResult, out: Path) -> str:
+    lines = ['## Policy', '',
+             f'Diffusion Policy trained on {res.device} ({res.cameras} camera(s) at '
+             f'{res.image_size[0]}x{res.image_size[1]}, UNet {res.down_dims}, batch '
+             f'{res.batch_size}, {res.inference_steps} DDIM steps); checkpoints under '
+             f'`{link(res.checkpoints, out)}/`. Validation: held-out episodes, '
+             'diffusion loss and mean absolute DDIM action error (rad; gripper m); image '
+             'sensitivity: how far the actions move when a window gets another window\'s '
+             'images (~0: the policy ignores its cameras).', '',
+             '| checkpoint | episodes | steps | samples/s | wall (s) | val loss | '
+             'val action error | image sensitivity |', '|---|---|---|---|---|---|---|---|',
+             *[trained_row(t) for t in res.trained], '',
+             f'Closed loop on the bench lab over DDS: {res.rollouts_per_task} rollout(s) per '
+             f'task, in-distribution layouts (seeds {res.eval_seed}..), {res.timeout_s:g} sim s '
+             f'each; {res.eval_wall_s:.0f} s wall.', '', res.evaluation.markdown(), '']
+    for rollout, png in res.pictures:
+        lines += [f'**{rollout.checkpoint}** on {rollout.task} (seed {rollout.seed}, '
+                  f'{"success" if rollout.success else "failure"}):', '',
+                  f'![{rollout.checkpoint} {rollout.task}]({link(png, out)})', '']
+    lines.append(f'Stage wall time {res.wall_s:.0f} s.')
+    return '\n'.join(lines) + '\n'
