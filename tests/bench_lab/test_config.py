@@ -70,7 +70,13 @@ def test_look_at_rotation_is_opencv_frame():
 def test_realism_yaml_and_errors():
     prof = RealismProfile.load(REALISM)
     assert prof.shadows and prof.latency_ms > 0 and prof.friction_scale != 1.0
-    with pytest.raises(LabConfigError, match='physics.bogus'):
+    with pytest.raises(LabConfigError, match=r'realism.yaml: physics: unknown key\(s\) bogus'):
         RealismProfile.from_dict({'physics': {'bogus': 1}}, 'realism.yaml')
-    with pytest.raises(ValueError, match='latency_ms'):
+    with pytest.raises(ValueError, match="latency_ms: expected a number or null, got 'slow'"):
         RealismProfile.from_dict({'physics': {'latency_ms': 'slow'}}, 'realism.yaml')
+    with pytest.raises(LabConfigError, match='physics.latency_ms: must be >= 0, got -1'):
+        RealismProfile.from_dict({'physics': {'latency_ms': -1}}, 'realism.yaml')
+    with pytest.raises(LabConfigError, match="render.table_texture: expected one of 'checker'"):
+        RealismProfile.from_dict({'render': {'table_texture': 'marble'}}, 'realism.yaml')
+    np.testing.assert_allclose(prof.white_balance, [1.06, 1.0, 0.9])   # a list in the file
+    assert RealismProfile.from_dict({}, 'r.yaml').latency_ms == RealismProfile().latency_ms

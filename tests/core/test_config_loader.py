@@ -8,7 +8,7 @@ from typing import Literal
 
 import pytest
 
-from comsim_core.config import ConfigError, load_config, type_name, value_type_name
+from comsim_core.config import ConfigError, field_error, load_config, type_name, value_type_name
 from comsim_core.errors import UserError, cli_main
 
 
@@ -28,6 +28,8 @@ class Train:
     def __post_init__(self) -> None:
         if self.lr <= 0:
             raise ConfigError(f'lr must be positive, got {self.lr}')
+        if self.steps < 0:
+            raise field_error(ConfigError, 'steps', f'must be >= 0, got {self.steps}')
 
 
 @dataclass
@@ -82,12 +84,18 @@ def test_defaults_fill_what_the_file_leaves_out():
     ({'parts': {'p': {'steps': 'x'}}}, "f.yaml: parts.p.steps: expected an integer, got 'x'"),
     ({'out': 3}, 'f.yaml: out: expected a path (string), got 3'),
     ({'train': {'lr': -1}}, 'f.yaml: train: lr must be positive, got -1.0'),
+    ({'train': {'steps': -1}}, 'f.yaml: train.steps: must be >= 0, got -1'),
 ])
 def test_each_mistake_names_file_key_path_and_expected(data, message):
     with pytest.raises(ConfigError) as err:
         load_config({'task': 't', **data}, Cfg, name='f.yaml')
     assert message in str(err.value)
     assert '\n' not in str(err.value)
+
+
+def test_a_field_error_outside_the_loader_names_its_key():
+    with pytest.raises(ConfigError, match='^steps: must be >= 0, got -2$'):
+        Train(steps=-2)
 
 
 def test_missing_required_key_has_its_own_error_class():

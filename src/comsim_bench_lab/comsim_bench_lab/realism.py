@@ -5,19 +5,23 @@ from data, so they are deliberately kept in one place, out of the lab descriptio
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 
-from comsim_bench_lab.config import LabConfigError, _Reader
-from comsim_core.errors import load_yaml
+from comsim_bench_lab.config import LabConfigError
+from comsim_core.config import field_error, load_config
+
+Vec3 = tuple[float, float, float]
+TableTexture = Literal['checker', 'gradient', 'flat']   # MuJoCo builtins
 
 
 @dataclass
 class RealismProfile:
     # rendering (scene)
-    table_texture: str = 'checker'          # MuJoCo builtin: checker | gradient | flat
+    table_texture: TableTexture = 'checker'
     table_color2: np.ndarray = field(default_factory=lambda: np.array([0.45, 0.36, 0.27]))
     texture_repeat: float = 6.0
     texture_noise: float = 0.2               # fraction of random texels ('random' mark)
@@ -39,46 +43,72 @@ class RealismProfile:
     latency_ms: float = 20.0
     source: str = '<defaults>'
 
-    @classmethod
-    def load(cls, path: str | Path) -> 'RealismProfile':
-        path = str(path)
-        return cls.from_dict(load_yaml(path, 'realism profile'), path)
+    def __post_init__(self) -> None:
+        for name in ('table_color2', 'light_color', 'white_balance'):
+            setattr(self, name, np.asarray(getattr(self, name), dtype=float))
 
     @classmethod
-    def from_dict(cls, data: dict, source: str = '<dict>') -> 'RealismProfile':
-        top = _Reader(data, source)
-        known = set(cls.__dataclass_fields__) - {'source'}
-        groups = {}
-        for key in top.data:
-            if key not in ('render', 'postprocess', 'physics'):
-                raise LabConfigError(f'{source}: unknown section {key!r}; '
-                               'allowed: render, postprocess, physics')
-            groups[key] = top.sub(key)
-        values: dict = {}
-        for section in groups.values():
-            for key in section.data:
-                if key not in known:
-                    raise LabConfigError(f'{source}: unknown key {section.where}.{key}; '
-                                   f'allowed: {sorted(known)}')
-                values[key] = section
-        prof = cls(source=source)
-        for key, section in values.items():
-            default = getattr(prof, key)
-            if isinstance(default, bool):
-                setattr(prof, key, bool(section.get(key)))
-            elif isinstance(default, np.ndarray):
-                setattr(prof, key, section.vec(key, default.size))
-            elif isinstance(default, (int, float)) and not isinstance(default, bool):
-                val = section.num(key, lo=0.0)
-                setattr(prof, key, int(val) if isinstance(default, int) else val)
-            elif isinstance(default, list):
-                val = section.get(key)
-                if not isinstance(val, list):
-                    raise LabConfigError(f'{source}: {section.where}.{key} must be a list')
-                setattr(prof, key, val)
-            else:
-                setattr(prof, key, str(section.get(key)))
-        if prof.table_texture not in ('checker', 'gradient', 'flat'):
-            raise LabConfigError(
-                f'{source}: render.table_texture must be checker, gradient or flat')
-        return prof
+    def load(cls, path: str | Path) -> RealismProfile:
+        file = load_config(path, RealismFile, what='realism profile', error=LabConfigError)
+        return cls(**file.given(), source=str(path))
+
+    @classmethod
+    def from_dict(cls, data: dict, source: str = '<dict>') -> RealismProfile:
+        file = load_config(data, RealismFile, name=source, error=LabConfigError)
+        return cls(**file.given(), source=source)
+
+
+@dataclass(frozen=True)
+class _Section:
+    """The keys one section of realism.yaml sets; None (left out or null): the profile's default."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+                raise field_error(LabConfigError, f.name, f'must be >= 0, got {value}')
+
+    def given(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass(frozen=True)
+class RenderSection(_Section):
+    table_texture: TableTexture | None = None
+    table_color2: Vec3 | None = None
+    texture_repeat: float | None = None
+    texture_noise: float | None = None
+    shadows: bool | None = None
+    shadow_size: int | None = None
+    specular: float | None = None
+    extra_lights: list[dict[str, Any]] | None = None
+    light_color: Vec3 | None = None
+
+
+@dataclass(frozen=True)
+class PostprocessSection(_Section):
+    distortion: bool | None = None
+    noise_std: float | None = None
+    exposure: float | None = None
+    white_balance: Vec3 | None = None
+    blur_sigma: float | None = None
+    vignetting: float | None = None
+
+
+@dataclass(frozen=True)
+class PhysicsSection(_Section):
+    friction_scale: float | None = None
+    damping_scale: float | None = None
+    latency_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class RealismFile:
+    """realism.yaml as written: three sections, each key optional."""
+
+    render: RenderSection = field(default_factory=RenderSection)
+    postprocess: PostprocessSection = field(default_factory=PostprocessSection)
+    physics: PhysicsSection = field(default_factory=PhysicsSection)
+
+    def given(self) -> dict[str, Any]:
+        return {**self.render.given(), **self.postprocess.given(), **self.physics.given()}

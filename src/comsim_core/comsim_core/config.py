@@ -34,6 +34,14 @@ class ConfigError(UserError, ValueError):
     """A config that does not fit its dataclass: unknown, missing or mistyped key."""
 
 
+def field_error(error: type[UserError], key: str, message: str) -> UserError:
+    """An error about field `key`, raised in a `__post_init__`: the loader puts the file and the
+    key's full path in front (`lab.yaml: physics.timestep: must be <= 0.002, got 0.01`)."""
+    exc = error(f'{key}: {message}')
+    exc.key, exc.detail = key, message
+    return exc
+
+
 def value_type_name(value: object) -> str:
     """What a value is, as a message says it: `an integer` for 3."""
     return TYPE_NAMES.get(type(value), type(value).__name__)
@@ -182,9 +190,12 @@ class _Loader:
         try:
             return cls(**kwargs)
         except UserError as exc:  # a __post_init__ check: give it the file and key path
-            message = str(exc)
-            if message.startswith(self.name):
+            if hasattr(exc, 'key'):
+                path, message = _join(path, exc.key), exc.detail
+            elif str(exc).startswith(self.name):
                 raise
+            else:
+                message = str(exc)
             raise type(exc)(f'{self.name}: {path}: {message}' if path
                             else f'{self.name}: {message}') from None
 

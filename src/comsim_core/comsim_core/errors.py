@@ -8,13 +8,10 @@ Anything else is a bug in ComSim and keeps its traceback.
 """
 from __future__ import annotations
 
-import dataclasses
 import errno
 import functools
 import os
 import sys
-import types
-import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -45,66 +42,6 @@ def load_yaml(path: str | os.PathLike, what: str = 'file'):
         line = f':{mark.line + 1}:{mark.column + 1}' if mark is not None else ''
         problem = getattr(exc, 'problem', None) or str(exc).splitlines()[0]
         raise UserError(f'{path}{line}: YAML syntax error: {problem}') from None
-
-
-_TYPE_NAMES = {bool: 'true or false', int: 'an integer', float: 'a number', str: 'a string',
-               list: 'a list', tuple: 'a list', dict: 'a mapping'}
-
-
-def _accepts(hint, value) -> bool:
-    origin = typing.get_origin(hint) or hint
-    if origin in (typing.Union, types.UnionType):
-        return any(_accepts(h, value) for h in typing.get_args(hint))
-    if hint is type(None):
-        return value is None
-    if origin is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if origin is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if origin in (list, tuple):
-        return isinstance(value, (list, tuple))
-    if isinstance(origin, type) and origin in _TYPE_NAMES:
-        return isinstance(value, origin)
-    return True  # nested dataclasses, Any, Literal...: their own loader checks them
-
-
-def _expected(hint) -> str:
-    args = [h for h in typing.get_args(hint) if h is not type(None)]
-    if (typing.get_origin(hint) in (typing.Union, types.UnionType)):
-        names = ' or '.join(_expected(h) for h in args)
-        return names + (' or null' if len(args) < len(typing.get_args(hint)) else '')
-    return _TYPE_NAMES.get(typing.get_origin(hint) or hint, getattr(hint, '__name__', str(hint)))
-
-
-def check_fields(cls: type, data: dict, where: str, error: type[Exception] = UserError) -> None:
-    """Refuse keys `cls` (a dataclass) does not have and values unlike its annotations.
-
-    `where` names the file (and section) for the message: `policy.yaml: train.lr: expected a
-    number, got 'fast'`.
-    """
-    if not isinstance(data, dict):
-        raise error(f'{where}: expected a mapping, got {type(data).__name__}')
-    hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
-    unknown = sorted(set(data) - set(names), key=str)
-    if unknown:
-        raise error(f'{where}: unknown key(s) {", ".join(map(str, unknown))}; '
-                    f'known: {", ".join(names)}')
-    for key, value in data.items():
-        if not _accepts(hints[key], value):
-            raise error(f'{where}: {key}: expected {_expected(hints[key])}, got {value!r}'
-                        f'{_number_hint(value)}')
-
-
-def _number_hint(value) -> str:
-    """YAML 1.1 reads `3e-4` as text; say how to write it as a number."""
-    if isinstance(value, str):
-        try:
-            float(value)
-        except ValueError:
-            return ''
-        return f' (YAML reads it as text: write {float(value)!r})'
-    return ''
 
 
 def debug_requested(argv: Sequence[str] | None = None) -> bool:

@@ -13,7 +13,8 @@ from typing import Any
 
 import yaml
 
-from comsim_core.errors import check_fields, load_yaml
+from comsim_core.config import load_config
+from comsim_core.errors import load_yaml
 
 from .errors import CheckpointMismatchError, ConfigError
 
@@ -134,14 +135,10 @@ class NeuralSimConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = 'neural-sim config') -> NeuralSimConfig:
-        data = dict(data)
-        if 'camera' in data and 'cameras' not in data:   # configs written before multi-camera
-            data['cameras'] = [data.pop('camera')]
-        check_fields(cls, data, source, ConfigError)
-        try:
-            return cls(**data)
-        except TypeError as exc:
-            raise ConfigError(f'bad neural-sim config: {exc}') from exc
+        if isinstance(data, dict) and 'camera' in data and 'cameras' not in data:
+            data = {**data, 'cameras': [data['camera']]}   # configs written before multi-camera
+            del data['camera']
+        return load_config(data, cls, name=source, error=ConfigError)
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> NeuralSimConfig:
@@ -151,16 +148,10 @@ class NeuralSimConfig:
             path = path / CONFIG_NAME
         if not path.is_file():
             raise FileNotFoundError(f'no neural-sim config at {path}')
-        data = load_yaml(path, 'neural-sim config') or {}
-        if not isinstance(data, dict):
-            raise ConfigError(f'{path}: expected a mapping, got {type(data).__name__}')
-        if set(data) == {'neural_sim'}:
+        data = load_yaml(path, 'neural-sim config')
+        if isinstance(data, dict) and set(data) == {'neural_sim'}:
             data = data['neural_sim']
-        try:
-            return cls.from_dict(data, str(path))
-        except ConfigError as exc:
-            msg = str(exc)
-            raise ConfigError(msg if msg.startswith(str(path)) else f'{path}: {msg}') from None
+        return cls.from_dict(data, str(path))
 
     def save(self, directory: str | Path) -> Path:
         """Write ``neural_sim.yaml`` into ``directory`` (created); returns the file path."""

@@ -14,14 +14,15 @@ from typing import Any
 
 import yaml
 
-from comsim_core.errors import UserError, check_fields, load_yaml
+from comsim_core import config as core_config
+from comsim_core.config import load_config
 
 DEFAULT_JOINTS = ['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6', 'gripper']
 DEFAULT_CAMERAS = ['/cameras/front/image_raw', '/cameras/side/image_raw']
 COMMAND_TOPIC = '/joint_trajectory_controller/joint_trajectory'
 
 
-class ConfigError(UserError, ValueError):
+class ConfigError(core_config.ConfigError):
     """A policy config file or dict is malformed."""
 
 
@@ -136,15 +137,9 @@ class PolicyConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PolicyConfig:
+    def from_dict(cls, data: dict[str, Any], name: str = '<dict>') -> PolicyConfig:
         """Build from a dict; unknown keys are errors (typos must not pass silently)."""
-        if not isinstance(data, dict):
-            raise ConfigError(f'policy config must be a mapping, got {type(data).__name__}')
-        data = dict(data)
-        subs = {'model': ModelConfig, 'scheduler': SchedulerConfig, 'train': TrainConfig}
-        for key, sub in subs.items():
-            data[key] = _build(sub, data.get(key) or {}, key)
-        return _build(cls, data, 'policy')
+        return load_config(data, cls, name=name, error=ConfigError)
 
     def to_yaml(self, path: Path | str) -> None:
         Path(path).write_text(yaml.safe_dump(self.to_dict(), sort_keys=False), encoding='utf8')
@@ -154,21 +149,9 @@ class PolicyConfig:
         path = Path(path)
         if not path.exists():
             raise ConfigError(f'no policy config at {path}')
-        data = load_yaml(path, 'policy config')
-        try:
-            return cls.from_dict(data or {})
-        except ConfigError as exc:
-            raise ConfigError(f'{path}: {exc}') from exc
+        return load_config(path, cls, what='policy config', error=ConfigError)
 
 
 def camera_key(topic: str) -> str:
     """'/cameras/front/image_raw' -> 'cameras_front_image_raw' (usable as a module name)."""
     return topic.strip('/').replace('/', '_') or 'camera'
-
-
-def _build(cls: type, data: dict[str, Any], where: str) -> Any:
-    check_fields(cls, data, where, ConfigError)
-    try:
-        return cls(**data)
-    except TypeError as exc:
-        raise ConfigError(f'{where}: {exc}') from exc

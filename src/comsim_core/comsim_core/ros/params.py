@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 from rclpy.node import Node
 
+from comsim_core.config import value_type_name
 from comsim_core.errors import UserError, load_yaml
 
 # Parameters every rclpy node accepts without declaring them.
@@ -112,11 +113,6 @@ def _params_files() -> list[ParamsFile]:
     return [ParamsFile(p) for p in params_file_paths(sys.argv)] if _loaded is None else _loaded
 
 
-def _type_name(value) -> str:
-    return {bool: 'a boolean', int: 'an integer', float: 'a number', str: 'a string',
-            list: 'a list', tuple: 'a list'}.get(type(value), type(value).__name__)
-
-
 def declare_parameters(node: Node, defaults: dict) -> SimpleNamespace:
     """Declare `defaults` on `node` and return the effective values as attributes."""
     fqn = node.get_fully_qualified_name()
@@ -150,5 +146,5 @@ def declare_parameters(node: Node, defaults: dict) -> SimpleNamespace:
             got = f'{given.value!r}' if given is not None else str(exc)
             raise ParameterConfigError(
                 f'{source(name)}node {node.get_name()!r}: parameter {name!r} expects '
-                f'{_type_name(default)} (default {default!r}), got {got}') from exc
+                f'{value_type_name(default)} (default {default!r}), got {got}') from exc
     return SimpleNamespace(**values)

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from comsim_core.errors import UserError, check_fields, load_yaml
+from comsim_core.config import load_config
+from comsim_core.errors import UserError, load_yaml
+from comsim_core.paths import resolve_config_path
 
 FORMAT = 'comsim-generation/1'
-DEFAULT_CONFIG = Path(__file__).resolve().parents[4] / 'config' / 'twin' / 'generation.yaml'
-FAILURE_MODES = ('label', 'discard')
-REGION_MODES = ('id', 'wide', 'mix')
+DEFAULT_CONFIG = Path('config/twin/generation.yaml')   # in the workspace root
 
 
 class GenerationConfigError(UserError, ValueError):
@@ -28,14 +28,26 @@ class GenerationConfig:
     image_scale: float = 1.0
     settle_s: float = 0.6
     max_s: float = 20.0
-    failures: str = 'label'
-    region: str = 'id'
+    failures: Literal['label', 'discard'] = 'label'
+    region: Literal['id', 'wide', 'mix'] = 'id'
     wide_fraction: float = 0.3
     storage: str = 'mcap'
     distro: str = 'kilted'
     workers: int = 0
     llm: dict[str, Any] = field(default_factory=dict)
     source: str = '<dict>'
+
+    def __post_init__(self) -> None:
+        if not self.tasks:
+            raise GenerationConfigError(f'{self.source}: tasks: no task configured')
+        if not 0 < self.image_scale <= 1:
+            raise GenerationConfigError(f'{self.source}: image_scale must be in (0, 1]')
+        for name, t in self.tasks.items():
+            for r in ('id', 'wide'):
+                reg = (t.get('regions') or {}).get(r)
+                if not reg or len(reg.get('x', [])) != 2 or len(reg.get('y', [])) != 2:
+                    raise GenerationConfigError(f'{self.source}: tasks.{name}.regions.{r} needs '
+                                                f'x: [lo, hi] and y: [lo, hi]')
 
     def task(self, name: str) -> dict[str, Any]:
         if name not in self.tasks:
@@ -47,35 +59,18 @@ class GenerationConfig:
         return {k: v for k, v in self.__dict__.items() if k != 'source'}
 
     @classmethod
-    def from_dict(cls, data: dict, source: str = '<dict>') -> 'GenerationConfig':
-        if not isinstance(data, dict):
-            raise GenerationConfigError(f'{source}: expected a mapping')
-        if data.get('format', FORMAT) != FORMAT:
-            raise GenerationConfigError(f'{source}: format {data.get("format")!r}, '
-                                        f'expected {FORMAT!r}')
-        known = set(cls.__dataclass_fields__) - {'source'}
-        check_fields(cls, {k: v for k, v in data.items() if k not in ('format', 'source')},
-                     source, GenerationConfigError)
-        if not isinstance(data.get('tasks'), dict) or not data['tasks']:
-            raise GenerationConfigError(f'{source}: missing key "tasks"')
-        cfg = cls(**{k: v for k, v in data.items() if k in known}, source=source)
-        if cfg.failures not in FAILURE_MODES:
-            raise GenerationConfigError(f'{source}: failures {cfg.failures!r} not in '
-                                        f'{FAILURE_MODES}')
-        if cfg.region not in REGION_MODES:
-            raise GenerationConfigError(f'{source}: region {cfg.region!r} not in {REGION_MODES}')
-        if not 0 < cfg.image_scale <= 1:
-            raise GenerationConfigError(f'{source}: image_scale must be in (0, 1]')
-        for name, t in cfg.tasks.items():
-            for r in ('id', 'wide'):
-                reg = (t.get('regions') or {}).get(r)
-                if not reg or len(reg.get('x', [])) != 2 or len(reg.get('y', [])) != 2:
-                    raise GenerationConfigError(f'{source}: tasks.{name}.regions.{r} needs '
-                                                f'x: [lo, hi] and y: [lo, hi]')
-        return cfg
+    def from_dict(cls, data: Any, source: str = '<dict>') -> 'GenerationConfig':
+        if isinstance(data, dict):
+            if data.get('format', FORMAT) != FORMAT:
+                raise GenerationConfigError(f'{source}: format {data.get("format")!r}, '
+                                            f'expected {FORMAT!r}')
+            data = {**{k: v for k, v in data.items() if k != 'format'}, 'source': source}
+        return load_config(data, cls, name=source, error=GenerationConfigError)
 
     @classmethod
     def load(cls, path: str | Path = DEFAULT_CONFIG) -> 'GenerationConfig':
+        """`path` as given, else in the workspace root (any current folder reads the same)."""
+        path = resolve_config_path(path)
         return cls.from_dict(load_yaml(path, 'generation config'), str(path))
 
     def with_overrides(self, **changes: Any) -> 'GenerationConfig':
