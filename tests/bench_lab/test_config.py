@@ -52,6 +52,15 @@ def test_variant_overrides_apply(raw):
     (lambda d: d['tasks']['stack_blocks']['objects']['block_top'].update(shape='cone'),
      ValueError, 'shape'),
     (lambda d: d['tasks']['stack_blocks']['variants'].update(bad={'ghost': {}}), KeyError, 'ghost'),
+    (lambda d: d['tasks']['stack_blocks']['variants'].update(bad={'block_top': {'mass': 'x'}}),
+     ValueError, "tasks.stack_blocks.variants.bad.block_top.mass: expected a number, got 'x'"),
+    (lambda d: d['cameras']['front'].update(fx='fast'), ValueError,
+     "cameras.front.fx: expected a number, got 'fast'"),
+    (lambda d: d['cameras']['front'].pop('look_at'), KeyError, 'cameras.front: needs look_at'),
+    (lambda d: d['cameras']['front'].update(cx=999), ValueError, 'cameras.front.cx: 999'),
+    (lambda d: d['table'].update(colour=[1, 1, 1]), ValueError, 'table: unknown key(s) colour'),
+    (lambda d: d['tasks']['move_card']['regions']['id'].update(x=[0.5, 0.3]), ValueError,
+     'tasks.move_card.regions.id: needs min < max'),
 ])
 def test_bad_config_names_file_and_key(raw, mutate, exc, text):
     data = copy.deepcopy(raw)

@@ -130,6 +130,11 @@ def test_a_file_nested_under_its_section_name(tmp_path):
     assert load_config(f, Cfg, section='cfg') == Cfg('t')
 
 
+def test_a_part_of_a_larger_mapping_keeps_its_key_path():
+    with pytest.raises(ConfigError, match="^f.yaml: parts.p.steps: expected an integer, got 'x'$"):
+        load_config({'steps': 'x'}, Train, name='f.yaml', where='parts.p')
+
+
 def test_the_error_class_is_the_callers():
     class LabError(UserError):
         pass

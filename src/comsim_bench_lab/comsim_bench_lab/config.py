@@ -1,20 +1,27 @@
 """Lab description (config/bench_lab/lab.yaml) as validated dataclasses.
 
 Validation happens here, once, so a bad YAML fails at load with the file and key named
-instead of deep inside MuJoCo compilation.
+instead of deep inside MuJoCo compilation. The `*Entry` dataclasses are the file as written
+(read by comsim_core.config.load_config); the `*Config` ones are what the lab runs on (numpy
+arrays, a camera rotation instead of its look-at point, names from the keys).
 """
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
-from comsim_core.errors import UserError, load_yaml
+from comsim_core.config import field_error, load_config
+from comsim_core.errors import UserError
 
 SHAPES = ('box', 'cylinder', 'sphere')
+Shape = Literal['box', 'cylinder', 'sphere']
+Vec2 = tuple[float, float]
+Vec3 = tuple[float, float, float]
+SIZES = {'box': 3, 'cylinder': 2, 'sphere': 1}   # MuJoCo half-sizes per shape
 
 
 class LabConfigError(UserError, ValueError):
@@ -28,54 +35,158 @@ class LabConfigKeyError(LabConfigError, KeyError):
         return str(self.args[0]) if self.args else ''
 
 
-class _Reader:
-    """Typed access to a YAML mapping that names the file and key path on errors."""
+def _within(entry: object, key: str, lo: float | None = None, hi: float | None = None) -> None:
+    value = getattr(entry, key)
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise field_error(LabConfigError, key, f'{value} outside [{lo}, {hi}]')
 
-    def __init__(self, data: Any, source: str, where: str = ''):
-        if not isinstance(data, dict):
-            raise LabConfigError(f'{source}: {where or "top level"} must be a mapping')
-        self.data, self.source, self.where = data, source, where
 
-    def _key(self, key: str) -> str:
-        return f'{self.where}.{key}' if self.where else key
+def _rgb(entry: object, key: str) -> None:
+    if len(getattr(entry, key)) not in (3, 4):
+        raise field_error(LabConfigError, key, f'needs 3 or 4 numbers (RGB[A]), got '
+                                               f'{list(getattr(entry, key))}')
 
-    def has(self, key: str) -> bool:
-        return key in self.data
 
-    def sub(self, key: str) -> '_Reader':
-        if key not in self.data:
-            raise LabConfigKeyError(f'{self.source}: missing key {self._key(key)!r}')
-        return _Reader(self.data[key], self.source, self._key(key))
+@dataclass(frozen=True)
+class RobotEntry:
+    path: str | None = None    # null: the ComSim arm; relative to the lab file
+    gripper_joints: list[str] = field(default_factory=lambda: ['finger_left', 'finger_right'])
 
-    def get(self, key: str, default: Any = ...) -> Any:
-        if key not in self.data:
-            if default is ...:
-                raise LabConfigKeyError(f'{self.source}: missing key {self._key(key)!r}')
-            return default
-        return self.data[key]
 
-    def num(self, key: str, default: Any = ..., lo: float | None = None,
-            hi: float | None = None) -> float:
-        val = self.get(key, default)
-        try:
-            val = float(val)
-        except (TypeError, ValueError):
-            raise LabConfigError(f'{self.source}: {self._key(key)} must be a number, got {val!r}')
-        if (lo is not None and val < lo) or (hi is not None and val > hi):
-            raise LabConfigError(f'{self.source}: {self._key(key)}={val} outside [{lo}, {hi}]')
-        return val
+@dataclass(frozen=True)
+class PhysicsEntry:
+    timestep: float
 
-    def vec(self, key: str, n: int | tuple[int, ...], default: Any = ...) -> np.ndarray:
-        val = self.get(key, default)
-        sizes = (n,) if isinstance(n, int) else n
-        try:
-            arr = np.asarray(val, dtype=float).reshape(-1)
-        except (TypeError, ValueError):
-            raise LabConfigError(f'{self.source}: {self._key(key)} must be a list of numbers')
-        if arr.size not in sizes:
-            raise LabConfigError(f'{self.source}: {self._key(key)} needs '
-                                 f'{" or ".join(map(str, sizes))} numbers, got {arr.size}')
-        return arr
+    def __post_init__(self) -> None:
+        _within(self, 'timestep', 1e-5, 0.002)
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    size: Vec2                 # full x, y extent, m
+    height: float              # table top above the floor, m
+    color: tuple[float, ...]
+    center: Vec2 = (0.35, 0.0)
+    thickness: float = 0.04
+
+    def __post_init__(self) -> None:
+        _within(self, 'height', lo=0.1)
+        _within(self, 'thickness', lo=0.005)
+        _rgb(self, 'color')
+
+
+@dataclass(frozen=True)
+class CameraEntry:
+    width: int
+    height: int
+    fx: float
+    fy: float
+    cx: float
+    cy: float
+    position: Vec3
+    distortion: tuple[float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0)
+    look_at: Vec3 | None = None
+    rotation: tuple[float, ...] | None = None   # 3x3 row-major, columns = OpenCV camera axes
+
+    def __post_init__(self) -> None:
+        for key in ('width', 'height'):
+            _within(self, key, lo=8)
+        for key in ('fx', 'fy'):
+            _within(self, key, lo=1)
+        _within(self, 'cx', 0, self.width)
+        _within(self, 'cy', 0, self.height)
+        if self.look_at is not None:
+            try:
+                look_at_rotation(np.array(self.position), np.array(self.look_at))
+            except ValueError as exc:
+                raise field_error(LabConfigError, 'look_at', str(exc)) from None
+        elif self.rotation is not None:
+            if len(self.rotation) != 9:
+                raise field_error(LabConfigError, 'rotation',
+                                  f'needs 9 numbers, got {len(self.rotation)}')
+            rot = np.reshape(self.rotation, (3, 3))
+            if not np.allclose(rot.T @ rot, np.eye(3), atol=1e-4):
+                raise field_error(LabConfigError, 'rotation', 'is not a rotation matrix')
+        else:
+            raise LabConfigKeyError('needs look_at or rotation')
+
+
+@dataclass(frozen=True)
+class LightEntry:
+    position: Vec3
+    direction: Vec3 = (0.0, 0.0, -1.0)
+    diffuse: Vec3 = (0.7, 0.7, 0.7)
+    castshadow: bool = True
+
+
+@dataclass(frozen=True)
+class ObjectEntry:
+    shape: Shape
+    size: tuple[float, ...]    # MuJoCo half-sizes: box (hx,hy,hz), cylinder (r, half_h), sphere (r)
+    color: tuple[float, ...]
+    mass: float
+    friction: float = 1.0
+    neck: Vec2 | None = None   # (radius, half_height) cylinder on top (bottles)
+
+    def __post_init__(self) -> None:
+        if not SIZES[self.shape] <= len(self.size) <= 3:
+            raise field_error(LabConfigError, 'size', f'needs {SIZES[self.shape]} half-sizes '
+                                                      f'for a {self.shape}, got {list(self.size)}')
+        if min(self.size[:SIZES[self.shape]]) <= 0:
+            raise field_error(LabConfigError, 'size', f'must be positive, got {list(self.size)}')
+        _rgb(self, 'color')
+        _within(self, 'mass', lo=1e-4)
+        _within(self, 'friction', lo=0.0)
+
+
+@dataclass(frozen=True)
+class RegionEntry:
+    x: Vec2    # (min, max)
+    y: Vec2
+
+    def __post_init__(self) -> None:
+        if self.x[0] >= self.x[1] or self.y[0] >= self.y[1]:
+            raise LabConfigError(f'needs min < max for x and y, got x {list(self.x)}, '
+                                 f'y {list(self.y)}')
+
+
+@dataclass(frozen=True)
+class RegionsEntry:
+    id: RegionEntry     # where recorded episodes place the objects
+    ood: RegionEntry    # out of that distribution: disjoint from it
+
+    def __post_init__(self) -> None:
+        if _region(self.id).overlaps(_region(self.ood)):
+            raise LabConfigError('id and ood must be disjoint')
+
+
+@dataclass(frozen=True)
+class TaskEntry:
+    objects: dict[str, ObjectEntry]
+    regions: RegionsEntry
+    variants: dict[str, dict[str, dict[str, Any]]] = field(
+        default_factory=lambda: {'default': {}})   # variant -> object -> keys to override
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if 'default' not in self.variants:
+            raise field_error(LabConfigError, 'variants', 'needs a "default" entry')
+
+
+@dataclass(frozen=True)
+class LabFile:
+    """lab.yaml as written."""
+
+    physics: PhysicsEntry
+    table: TableEntry
+    cameras: dict[str, CameraEntry]
+    tasks: dict[str, TaskEntry]
+    robot: RobotEntry = field(default_factory=RobotEntry)
+    lights: list[LightEntry] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.cameras:
+            raise field_error(LabConfigError, 'cameras', 'must define at least one camera')
 
 
 @dataclass
@@ -159,16 +270,9 @@ class TaskConfig:
         """Objects with the variant's per-object overrides applied."""
         if variant not in self.variants:
             raise LabConfigError(f'task {self.name!r}: unknown variant {variant!r}; '
-                             f'allowed: {sorted(self.variants)}')
-        out = copy.deepcopy(self.objects)
-        for obj_name, override in self.variants[variant].items():
-            if obj_name not in out:
-                raise LabConfigKeyError(f'task {self.name!r} variant {variant!r}: '
-                               f'unknown object {obj_name!r}')
-            raw = {**_object_raw(out[obj_name]), **override}
-            reader = _Reader(raw, f'task {self.name}', f'variants.{variant}.{obj_name}')
-            out[obj_name] = _parse_object(reader, obj_name)
-        return out
+                                 f'allowed: {sorted(self.variants)}')
+        return _apply_variant(self.objects, self.variants[variant], f'task {self.name}',
+                              f'variants.{variant}')
 
 
 @dataclass
@@ -183,40 +287,28 @@ class LabConfig:
     tasks: dict[str, TaskConfig]
 
     @classmethod
-    def load(cls, path: str | Path) -> 'LabConfig':
-        return cls.from_dict(load_yaml(path, 'lab config'), str(path))
+    def load(cls, path: str | Path) -> LabConfig:
+        return cls.from_file(load_config(path, LabFile, what='lab config', error=LabConfigError,
+                                         missing_error=LabConfigKeyError), str(path))
 
     @classmethod
-    def from_dict(cls, data: Any, source: str = '<dict>') -> 'LabConfig':
-        top = _Reader(data, source)
-        robot = _Reader(top.get('robot', {}) or {}, source, 'robot')
-        robot_path = robot.get('path', None)
-        if robot_path is not None:
-            robot_path = str(robot_path)
-            if not Path(robot_path).is_absolute():
-                robot_path = str((Path(source).parent / robot_path).resolve())
-        physics = top.sub('physics')
-        timestep = physics.num('timestep', lo=1e-5, hi=0.002)
-        cams = top.sub('cameras')
-        cameras = {name: _parse_camera(cams.sub(name), name) for name in cams.data}
-        if not cameras:
-            raise LabConfigError(f'{source}: cameras must define at least one camera')
-        lights_raw = top.get('lights', [])
-        if not isinstance(lights_raw, list):
-            raise LabConfigError(f'{source}: lights must be a list')
-        lights = [_parse_light(_Reader(item, source, f'lights[{i}]'))
-                  for i, item in enumerate(lights_raw)]
-        tasks_r = top.sub('tasks')
-        tasks = {name: _parse_task(tasks_r.sub(name), name) for name in tasks_r.data}
-        return cls(source, robot_path, [str(g) for g in robot.get('gripper_joints',
-                                                                  ['finger_left', 'finger_right'])],
-                   timestep, _parse_table(top.sub('table')), cameras, lights, tasks)
+    def from_dict(cls, data: Any, source: str = '<dict>') -> LabConfig:
+        return cls.from_file(load_config(data, LabFile, name=source, error=LabConfigError,
+                                         missing_error=LabConfigKeyError), source)
 
-
-def _parse_table(r: _Reader) -> TableConfig:
-    return TableConfig(size=r.vec('size', 2), center=r.vec('center', 2, [0.35, 0.0]),
-                       thickness=r.num('thickness', 0.04, lo=0.005), height=r.num('height', lo=0.1),
-                       color=r.vec('color', (3, 4)))
+    @classmethod
+    def from_file(cls, file: LabFile, source: str) -> LabConfig:
+        robot_path = file.robot.path
+        if robot_path is not None and not Path(robot_path).is_absolute():
+            robot_path = str((Path(source).parent / robot_path).resolve())
+        t = file.table
+        table = TableConfig(np.array(t.size), np.array(t.center), t.thickness, t.height,
+                            np.array(t.color))
+        lights = [LightConfig(np.array(e.position), np.array(e.direction), np.array(e.diffuse),
+                              e.castshadow) for e in file.lights]
+        tasks = {name: _task(name, e, source) for name, e in file.tasks.items()}
+        return cls(source, robot_path, list(file.robot.gripper_joints), file.physics.timestep,
+                   table, {n: _camera(n, e) for n, e in file.cameras.items()}, lights, tasks)
 
 
 def look_at_rotation(position: np.ndarray, target: np.ndarray,
@@ -235,31 +327,13 @@ def look_at_rotation(position: np.ndarray, target: np.ndarray,
     return np.column_stack([x, y, z])
 
 
-def _parse_camera(r: _Reader, name: str) -> CameraConfig:
-    width, height = int(r.num('width', lo=8)), int(r.num('height', lo=8))
-    position = r.vec('position', 3)
-    if r.has('look_at'):
-        try:
-            rotation = look_at_rotation(position, r.vec('look_at', 3))
-        except LabConfigError:
-            raise
-        except ValueError as exc:
-            raise LabConfigError(f'{r.source}: {r.where}.look_at: {exc}') from None
-    elif r.has('rotation'):
-        rotation = r.vec('rotation', 9).reshape(3, 3)
-        if not np.allclose(rotation.T @ rotation, np.eye(3), atol=1e-4):
-            raise LabConfigError(f'{r.source}: {r.where}.rotation is not a rotation matrix')
-    else:
-        raise LabConfigKeyError(f'{r.source}: {r.where} needs look_at or rotation')
-    dist = r.vec('distortion', 5, [0, 0, 0, 0, 0])
-    return CameraConfig(name, width, height, r.num('fx', lo=1), r.num('fy', lo=1),
-                        r.num('cx', lo=0, hi=width), r.num('cy', lo=0, hi=height), dist,
+
+def _camera(name: str, e: CameraEntry) -> CameraConfig:
+    position = np.array(e.position)
+    rotation = (look_at_rotation(position, np.array(e.look_at)) if e.look_at is not None
+                else np.reshape(e.rotation, (3, 3)).astype(float))
+    return CameraConfig(name, e.width, e.height, e.fx, e.fy, e.cx, e.cy, np.array(e.distortion),
                         position, rotation)
-
-
-def _parse_light(r: _Reader) -> LightConfig:
-    return LightConfig(r.vec('position', 3), r.vec('direction', 3, [0, 0, -1]),
-                       r.vec('diffuse', 3, [0.7, 0.7, 0.7]), bool(r.get('castshadow', True)))
 
 
 def _object_raw(obj: ObjectConfig) -> dict[str, Any]:
@@ -270,46 +344,34 @@ def _object_raw(obj: ObjectConfig) -> dict[str, Any]:
     return raw
 
 
-def _parse_object(r: _Reader, name: str) -> ObjectConfig:
-    shape = str(r.get('shape'))
-    if shape not in SHAPES:
-        raise LabConfigError(f'{r.source}: {r.where}.shape={shape!r}; allowed: {list(SHAPES)}')
-    nsize = {'box': 3, 'cylinder': 2, 'sphere': 1}[shape]
-    size = r.vec('size', (1, 2, 3))
-    if size.size < nsize:
-        raise LabConfigError(f'{r.source}: {r.where}.size needs {nsize} half-sizes for a {shape}')
-    size = size[:nsize]
-    if np.any(size <= 0):
-        raise LabConfigError(f'{r.source}: {r.where}.size must be positive')
-    neck = r.vec('neck', 2) if r.get('neck', None) is not None else None
-    return ObjectConfig(name, shape, size, r.vec('color', (3, 4))[:3], r.num('mass', lo=1e-4),
-                        r.num('friction', 1.0, lo=0.0), neck)
+def _object(name: str, e: ObjectEntry) -> ObjectConfig:
+    return ObjectConfig(name, e.shape, np.array(e.size[:SIZES[e.shape]]), np.array(e.color[:3]),
+                        e.mass, e.friction, None if e.neck is None else np.array(e.neck))
 
 
-def _parse_region(r: _Reader) -> RegionConfig:
-    x, y = r.vec('x', 2), r.vec('y', 2)
-    if x[0] >= x[1] or y[0] >= y[1]:
-        raise LabConfigError(f'{r.source}: {r.where} needs min < max for x and y')
-    return RegionConfig(x, y)
+def _apply_variant(objects: dict[str, ObjectConfig], overrides: dict[str, dict[str, Any]],
+                   name: str, where: str) -> dict[str, ObjectConfig]:
+    """`objects` with a variant's overrides; `name` and `where` say where it was written."""
+    out = copy.deepcopy(objects)
+    for obj_name, override in overrides.items():
+        if obj_name not in out:
+            raise LabConfigKeyError(f'{name}: {where}: unknown object {obj_name!r}; '
+                                    f'the task has {sorted(out)}')
+        entry = load_config({**_object_raw(out[obj_name]), **override}, ObjectEntry, name=name,
+                            where=f'{where}.{obj_name}', error=LabConfigError,
+                            missing_error=LabConfigKeyError)
+        out[obj_name] = _object(obj_name, entry)
+    return out
 
 
-def _parse_task(r: _Reader, name: str) -> TaskConfig:
-    objs = r.sub('objects')
-    objects = {o: _parse_object(objs.sub(o), o) for o in objs.data}
-    regs = r.sub('regions')
-    regions = {k: _parse_region(regs.sub(k)) for k in ('id', 'ood')}
-    if regions['id'].overlaps(regions['ood']):
-        raise LabConfigError(f'{r.source}: {r.where}.regions id and ood must be disjoint')
-    variants_raw = r.get('variants', {'default': {}}) or {'default': {}}
-    if not isinstance(variants_raw, dict) or 'default' not in variants_raw:
-        raise LabConfigError(
-            f'{r.source}: {r.where}.variants must be a mapping with a "default" entry')
-    variants = {str(k): dict(v or {}) for k, v in variants_raw.items()}
-    task = TaskConfig(name, objects, regions, variants, dict(r.get('params', {}) or {}))
-    for variant in variants:        # validate overrides now, not at reset time
-        try:
-            task.objects_for(variant)
-        except KeyError as exc:
-            raise LabConfigKeyError(
-                f'{r.source}: {r.where}.variants.{variant}: {exc.args[0]}') from exc
+def _region(e: RegionEntry) -> RegionConfig:
+    return RegionConfig(np.array(e.x), np.array(e.y))
+
+
+def _task(name: str, e: TaskEntry, source: str) -> TaskConfig:
+    task = TaskConfig(name, {o: _object(o, oe) for o, oe in e.objects.items()},
+                      {'id': _region(e.regions.id), 'ood': _region(e.regions.ood)},
+                      copy.deepcopy(e.variants), dict(e.params))
+    for variant, overrides in task.variants.items():   # check overrides now, not at reset time
+        _apply_variant(task.objects, overrides, source, f'tasks.{name}.variants.{variant}')
     return task

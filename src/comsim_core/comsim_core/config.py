@@ -72,12 +72,14 @@ def type_name(hint: Any) -> str:
 
 
 def load_config(source: str | os.PathLike | Mapping | None, cls: type[T], *,
-                name: str = '<dict>', what: str = 'config', section: str | None = None,
+                name: str = '<dict>', where: str = '', what: str = 'config',
+                section: str | None = None,
                 error: type[UserError] = ConfigError,
                 missing_error: type[UserError] | None = None) -> T:
     """`cls` built from the YAML file `source` (or a mapping named `name`), strictly.
 
-    `section`: a file holding only `section: {...}` is read as its content. `error` is the
+    `where`: the key path of a mapping taken from a larger one, for the messages. `section`: a
+    file holding only `section: {...}` is read as its content. `error` is the
     exception raised for a mistake (a subclass of UserError: exit 2), `missing_error` the one
     for a missing required key (default `error`). An empty file is an empty mapping.
     """
@@ -86,7 +88,7 @@ def load_config(source: str | os.PathLike | Mapping | None, cls: type[T], *,
     else:
         data = source
     data = {} if data is None else data
-    path = ''
+    path = where
     if section is not None and isinstance(data, Mapping) and set(data) == {section}:
         data, path = data[section] or {}, section
     return _Loader(name, error, missing_error or error).value(cls, data, path)
