@@ -8,12 +8,12 @@ from comsim_core.control.waypoints import WaypointTrajectory
 from comsim_core.robot.model import RobotModel
 from comsim_core.tasks.primitives import API_DESCRIPTION, PRIMITIVES
 from comsim_core.tasks.programs import (
-    BUILTIN,
     ProgramError,
     builtin_program,
     compile_program,
     parse_program,
 )
+from comsim_core.tasks.registry import UnknownTaskError, task_names
 
 
 @pytest.fixture(scope='module')
@@ -92,7 +92,9 @@ def test_program_is_json_data_round_trip():
     prog = builtin_program('shake_bottle')
     again = parse_program(prog.to_json())
     assert again == prog
-    assert set(BUILTIN) == {'stack_blocks', 'move_card', 'shake_bottle'}
+    assert task_names() == ['move_card', 'shake_bottle', 'stack_blocks']
+    with pytest.raises(UnknownTaskError, match=r"unknown task 'juggle'; known: \['move_card'"):
+        builtin_program('juggle')
     for name in PRIMITIVES:
         assert name + '(' in API_DESCRIPTION
 

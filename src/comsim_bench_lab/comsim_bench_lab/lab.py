@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import zlib
 from collections import deque
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import mujoco
@@ -17,9 +18,10 @@ from comsim_bench_lab.config import LabConfig, LabConfigError, ObjectConfig
 from comsim_bench_lab.postprocess import SensorModel
 from comsim_bench_lab.realism import RealismProfile
 from comsim_bench_lab.scene import ROBOT_PREFIX, Scene, build_scene
-from comsim_bench_lab.tasks import Task, make_task
-from comsim_bench_lab.tasks.base import yaw_quat
+from comsim_bench_lab.tasks.bench_task import BenchTask
+from comsim_core.geometry import yaw_quat
 from comsim_core.robot.model import DEFAULT_ARM_PATH, RobotModel
+from comsim_core.tasks.state import ObjectState
 
 REGIONS = ('id', 'ood')
 TABLE_Z = 0.0
@@ -27,21 +29,25 @@ _TRACK_EVERY = 5   # physics steps between task tracking updates
 KINEMATIC_ARMATURE = 1e4   # kg m^2 on the arm's joints while it is placed (step_kinematic)
 
 
-class _DataView:
-    """ObjectView over MjData for the tasks."""
+class _DataView(Mapping[str, ObjectState]):
+    """The objects' states, read from MjData when a task check asks for one."""
 
     def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, names: list[str]):
         self.data = data
         self.bid = {n: model.body(n).id for n in names}
         self.dadr = {n: model.jnt_dofadr[model.joint(f'{n}_free').id] for n in names}
 
-    def pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        b = self.bid[name]
-        return self.data.xpos[b].copy(), self.data.xquat[b].copy()
+    def __getitem__(self, name: str) -> ObjectState:
+        b, a = self.bid[name], self.dadr[name]
+        d = self.data
+        return ObjectState(d.xpos[b].copy(), d.xquat[b].copy(), d.qvel[a:a + 3].copy(),
+                           d.qvel[a + 3:a + 6].copy())
 
-    def velocity(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        a = self.dadr[name]
-        return self.data.qvel[a:a + 3].copy(), self.data.qvel[a + 3:a + 6].copy()
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.bid)
+
+    def __len__(self) -> int:
+        return len(self.bid)
 
 
 class BenchLab:
@@ -53,7 +59,7 @@ class BenchLab:
         self.joint_names = list(self.robot.joint_names)
         self.camera_names = list(config.cameras)
         self.timestep = config.timestep
-        self._tasks: dict[str, Task] = {name: make_task(t) for name, t in config.tasks.items()}
+        self._tasks = {name: BenchTask(t) for name, t in config.tasks.items()}
         self._scene: Scene | None = None
         self._scene_key: tuple[str, str] | None = None
         self._renderers: dict[str, mujoco.Renderer] = {}
@@ -61,7 +67,7 @@ class BenchLab:
         self._time_base = 0.0
         self._pending: deque[tuple[float, np.ndarray]] = deque()
         self._latency = (realism.latency_ms / 1000.0) if realism else 0.0
-        self.task: Task | None = None
+        self.task: BenchTask | None = None
         self.task_name = ''
         self.seed = 0
         self.region = 'id'
@@ -255,8 +261,8 @@ class BenchLab:
     def task_state(self) -> dict[str, Any]:
         objects = {}
         for name, obj in self.objects.items():
-            pos, quat = self._view.pose(name)
-            entry = {'pos': pos.tolist(), 'quat': quat.tolist(), 'shape': obj.shape,
+            state = self._view[name]
+            entry = {'pos': state.pos.tolist(), 'quat': state.quat.tolist(), 'shape': obj.shape,
                      'size': [float(s) for s in obj.size], 'color': [float(c) for c in obj.color]}
             if obj.neck is not None:
                 entry['neck'] = [float(v) for v in obj.neck]
@@ -275,7 +281,7 @@ class BenchLab:
         self._renderers.clear()
 
     # ------------------------------------------------------------------ internals
-    def _begin(self, task: str, task_obj: Task, objects: dict[str, ObjectConfig],
+    def _begin(self, task: str, task_obj: BenchTask, objects: dict[str, ObjectConfig],
                key: tuple, seed: int) -> None:
         """Start an episode: keep the clock running, (re)build the model when ``key`` changes."""
         if self._scene is not None:
@@ -306,7 +312,7 @@ class BenchLab:
         self._steps = 0
         self._view = _DataView(model, data, list(self.objects))
 
-    def _build(self, task: Task) -> None:
+    def _build(self, task: BenchTask) -> None:
         self.close()
         scene = build_scene(self.config, self.objects, task.markers(), self.realism,
                             self.robot_path)

@@ -14,19 +14,11 @@ import numpy as np
 from comsim_bench_lab.cameras import LensModel
 from comsim_bench_lab.config import LabConfig, ObjectConfig
 from comsim_bench_lab.realism import RealismProfile
+from comsim_core.tasks.markers import TableMarker
 
 ROBOT_PREFIX = 'robot/'
 _SHAPE = {'box': mujoco.mjtGeom.mjGEOM_BOX, 'cylinder': mujoco.mjtGeom.mjGEOM_CYLINDER,
           'sphere': mujoco.mjtGeom.mjGEOM_SPHERE}
-
-
-@dataclass
-class Marker:
-    """A flat, visual-only rectangle on the table (e.g. a target zone); moved at reset."""
-
-    name: str
-    half_size: tuple[float, float]
-    color: tuple[float, float, float]
 
 
 @dataclass
@@ -154,7 +146,7 @@ def add_lights(spec: mujoco.MjSpec, cfg: LabConfig, realism: RealismProfile | No
         _add_realism_materials(spec, realism)
 
 
-def build_scene(cfg: LabConfig, objects: dict[str, ObjectConfig], markers: list[Marker],
+def build_scene(cfg: LabConfig, objects: dict[str, ObjectConfig], markers: list[TableMarker],
                 realism: RealismProfile | None, robot_path: str) -> Scene:
     spec = lab_spec(cfg, realism, 'comsim_bench_lab')
     for marker in markers:

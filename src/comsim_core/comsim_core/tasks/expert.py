@@ -11,13 +11,7 @@ import numpy as np
 
 from comsim_core.control.waypoints import WaypointTrajectory
 from comsim_core.robot.model import RobotModel
-from comsim_core.tasks.primitives import (  # noqa: F401  (re-exported, older imports)
-    OPEN,
-    PALM_ABOVE_TCP,
-    TIP_BELOW_TCP,
-    grasp_yaw,
-)
-from comsim_core.tasks.programs import BUILTIN, Program, builtin_program, compile_program
+from comsim_core.tasks.programs import Program, builtin_program, compile_program
 
 
 class ScriptedExpert:
@@ -30,13 +24,7 @@ class ScriptedExpert:
         self.state = task_state
         self.rng = np.random.default_rng(seed)
         self.speed = float(self.rng.uniform(0.8, 1.2))
-        task = task_state.get('task')
-        if program is None:
-            if task not in BUILTIN:
-                raise ValueError(f'ScriptedExpert: no plan for task {task!r}; '
-                                 f'known: {sorted(BUILTIN)}')
-            program = builtin_program(task)
-        self.program = program
+        self.program = program or builtin_program(str(task_state.get('task')))
         self._traj: WaypointTrajectory | None = None
 
     @property

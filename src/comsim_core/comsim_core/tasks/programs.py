@@ -18,6 +18,7 @@ from comsim_core.control.waypoints import Keyframe
 from comsim_core.errors import UserError
 from comsim_core.robot.model import RobotModel
 from comsim_core.tasks.primitives import PRIMITIVES, Planner, PrimitiveError
+from comsim_core.tasks.registry import get_task
 
 
 class ProgramError(UserError, ValueError):
@@ -43,16 +44,6 @@ class Program:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
-
-
-BUILTIN: dict[str, list[dict[str, Any]]] = {
-    'stack_blocks': [{'primitive': 'stack', 'object': 'block_top', 'on': 'block_bottom'}],
-    'move_card': [{'primitive': 'push', 'object': 'card'}],
-    'shake_bottle': [{'primitive': 'grasp', 'object': 'bottle'},
-                     {'primitive': 'lift'},
-                     {'primitive': 'shake'},
-                     {'primitive': 'place'}],
-}
 
 
 def _check_args(name: str, args: dict[str, Any]) -> None:
@@ -98,9 +89,8 @@ def parse_program(data: dict | str, task: str | None = None) -> Program:
 
 
 def builtin_program(task: str) -> Program:
-    if task not in BUILTIN:
-        raise ValueError(f'no built-in program for task {task!r}; known: {sorted(BUILTIN)}')
-    return parse_program({'task': task, 'steps': BUILTIN[task]})
+    """The program the task module ships (raises UnknownTaskError)."""
+    return parse_program({'task': task, 'steps': list(get_task(task).program)})
 
 
 def compile_program(program: Program, robot: RobotModel, task_state: dict,

@@ -13,13 +13,10 @@ from typing import Protocol
 import cv2
 import numpy as np
 
+from comsim_core.geometry import yaw_quat
 from comsim_twin.alignment.geometry import project
 from comsim_twin.alignment.sheet import SheetObject
 from comsim_twin.scene import TwinCamera, TwinObject, TwinScene
-
-
-def yaw_quat(yaw: float) -> list[float]:
-    return [float(np.cos(yaw / 2)), 0.0, 0.0, float(np.sin(yaw / 2))]
 
 
 class SilhouetteRenderer(Protocol):
@@ -91,7 +88,7 @@ class BackendSilhouettes:
     def mask(self, cam: TwinCamera, obj: SheetObject, x: float, y: float,
              yaw: float) -> np.ndarray:
         self.backend.set_object_pose(obj.name, np.array([x, y, obj.half_height]),
-                                     np.array(yaw_quat(yaw)))
+                                     yaw_quat(yaw))
         masks = self.backend.render_segmentation(cam.name)
         m = masks.get(obj.name)
         if m is None:
@@ -106,4 +103,4 @@ def twin_object(obj: SheetObject, x: float, y: float, yaw: float,
     if obj.shape == 'bottle' and obj.neck is not None:
         size += list(obj.neck)       # the twin's bottle: radius, half-height, neck r, neck hh
     return TwinObject(obj.name, obj.shape, size, [float(c) for c in colour],
-                      [float(x), float(y), float(obj.half_height)], yaw_quat(yaw))
+                      [float(x), float(y), float(obj.half_height)], yaw_quat(yaw).tolist())

@@ -15,9 +15,10 @@ import numpy as np
 from comsim_core.robot.model import RobotModel
 from comsim_core.tasks.expert import ScriptedExpert
 from comsim_core.tasks.programs import Program
+from comsim_core.tasks.registry import get_task
 from comsim_twin.backends.mjcf import bottle_neck
 from comsim_twin.generation.config import GenerationConfig
-from comsim_twin.generation.randomise import TASK_OBJECTS, Randomised
+from comsim_twin.generation.randomise import Randomised
 from comsim_twin.generation.success import SuccessMonitor
 from comsim_twin.generation.writer import T0_NS, GeneratedEpisodeWriter
 from comsim_twin.scene import TwinScene
@@ -40,7 +41,7 @@ def twin_task_state(scene: TwinScene, states: dict[str, dict], target: dict,
     """The task-state dict the programs read (same layout as the lab's ground truth), here
     from the twin's own scene and physics."""
     objects = {}
-    for name in TASK_OBJECTS[scene.task]:
+    for name in get_task(scene.task).objects:
         o = scene.objects[name]
         entry = {'pos': np.asarray(states[name]['pos'], float).tolist(),
                  'quat': np.asarray(states[name]['quat'], float).tolist(),
@@ -73,8 +74,8 @@ def run_episode(backend, rnd: Randomised, program: Program | None, seed: int,
     states = backend.object_states()
     task_state = twin_task_state(scene, states, rnd.target, seed)
     expert = ScriptedExpert(robot, task_state, seed, program)
-    task_objects = {n: scene.objects[n] for n in TASK_OBJECTS[scene.task]}
-    monitor = SuccessMonitor(scene.task, task_objects, rnd.target)
+    task_objects = {n: scene.objects[n] for n in get_task(scene.task).objects}
+    monitor = SuccessMonitor(scene.task, task_objects, rnd.target, cfg.task(scene.task))
     n_ctrl = max(1, round(1.0 / (cfg.control_hz * dt)))
     n_js = max(1, round(1.0 / (cfg.joint_state_hz * dt)))
     cam_period = 1.0 / (cfg.camera_hz * dt)

@@ -17,17 +17,12 @@ from dataclasses import dataclass, field
 
 from comsim_core.tasks.primitives import API_DESCRIPTION
 from comsim_core.tasks.programs import Program, ProgramError, builtin_program, parse_program
+from comsim_core.tasks.registry import get_task
 from comsim_twin.generation.config import GenerationConfig
-from comsim_twin.generation.randomise import TASK_OBJECTS, episode_seed, randomise
+from comsim_twin.generation.randomise import episode_seed, randomise
 from comsim_twin.scene import TwinScene
 
 log = logging.getLogger(__name__)
-TASK_GOALS = {
-    'stack_blocks': 'put block_top on top of block_bottom, centred and at rest',
-    'move_card': 'slide the flat card so its centre ends inside the target zone',
-    'shake_bottle': 'pick up the bottle, lift it >= 5 cm, shake it side to side >= 3 times, '
-                    'set it down upright',
-}
 
 
 class LLMError(RuntimeError):
@@ -43,11 +38,12 @@ class Validation:
 
 
 def build_prompt(task: str) -> list[dict[str, str]]:
-    objects = ', '.join(TASK_OBJECTS.get(task, ()))
+    rules = get_task(task)
+    objects = ', '.join(rules.objects)
     return [
         {'role': 'system', 'content': 'You write robot task programs as JSON only, using '
                                       'exactly these primitives.\n' + API_DESCRIPTION},
-        {'role': 'user', 'content': f'Task {task}: {TASK_GOALS.get(task, task)}. '
+        {'role': 'user', 'content': f'Task {task}: {rules.goal}. '
                                     f'Objects: {objects}. Answer with the JSON program only.'}]
 
 

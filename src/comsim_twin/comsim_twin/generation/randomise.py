@@ -2,7 +2,9 @@
 
 Pure: (base scene, task, config, seed) -> a new scene plus the parameters drawn, so every
 episode can be rebuilt from the seed in its metadata. The base scene brings the calibrated
-cameras, the table and the task objects' measured sizes (never the bench lab's config).
+cameras, the table and the task objects' measured sizes (never the bench lab's config). The
+layout, target and table markers are the registry task's (comsim_core.tasks), the same the
+bench lab draws from.
 """
 from __future__ import annotations
 
@@ -13,6 +15,11 @@ from typing import Any
 import numpy as np
 
 from comsim_core.errors import UserError
+from comsim_core.geometry import yaw_quat
+from comsim_core.tasks.bodies import footprint, half_height
+from comsim_core.tasks.layout import Layout, LayoutError, Region
+from comsim_core.tasks.registry import get_task, task_names
+from comsim_core.tasks.task import Task
 from comsim_twin.generation.config import GenerationConfig
 from comsim_twin.scene import (
     TEXTURE_KINDS,
@@ -23,15 +30,15 @@ from comsim_twin.scene import (
     TwinScene,
 )
 
-TASK_OBJECTS = {'stack_blocks': ('block_top', 'block_bottom'), 'move_card': ('card',),
-                'shake_bottle': ('bottle',)}
 DISTRACTOR_PREFIX = 'distractor_'
-ZONE_MARKER = 'target_zone'                 # move_card: the zone drawn on the table
-ZONE_COLOR = [0.2, 0.75, 0.3]               # when neither base scene nor config gives one
 
 
 class RandomiseError(UserError, ValueError):
     """A base scene or region that cannot give a valid layout."""
+
+
+def _region(bounds: dict) -> Region:
+    return Region.of(bounds['x'], bounds['y'])
 
 
 @dataclass
@@ -48,30 +55,10 @@ def episode_seed(seed: int, task: str, index: int) -> int:
     return int(np.random.SeedSequence([int(seed), tag, int(index)]).generate_state(1)[0])
 
 
-def half_height(o: TwinObject) -> float:
-    return float(o.size[2] if o.shape == 'box' else o.size[1])
-
-
-def footprint(o: TwinObject) -> float:
-    return float(np.hypot(o.size[0], o.size[1]) if o.shape == 'box' else o.size[0])
-
-
-def yaw_quat(yaw: float) -> list[float]:
-    return [float(np.cos(yaw / 2)), 0.0, 0.0, float(np.sin(yaw / 2))]
-
-
 def in_region(xy, region: dict, margin: float = 0.0) -> bool:
     x, y = float(xy[0]), float(xy[1])
     return (region['x'][0] + margin - 1e-9 <= x <= region['x'][1] - margin + 1e-9
             and region['y'][0] + margin - 1e-9 <= y <= region['y'][1] - margin + 1e-9)
-
-
-def _sample_xy(rng: np.random.Generator, region: dict, margin: float) -> np.ndarray:
-    lo = np.array([region['x'][0] + margin, region['y'][0] + margin])
-    hi = np.array([region['x'][1] - margin, region['y'][1] - margin])
-    if np.any(hi < lo):
-        raise RandomiseError(f'region {region} is smaller than the object margin {margin}')
-    return rng.uniform(lo, hi)
 
 
 def _clip01(c) -> list[float]:
@@ -91,47 +78,10 @@ def _rot(axis_angle: np.ndarray) -> np.ndarray:
     return np.eye(3) + np.sin(theta) * kx + (1 - np.cos(theta)) * kx @ kx
 
 
-def _layout(task: str, rng, region: dict, tcfg: dict, objs: dict[str, TwinObject]):
-    """Object xy/yaw per task and the task target."""
-    ylo, yhi = tcfg.get('yaw', [-np.pi, np.pi])
-    if task == 'stack_blocks':
-        a, b = objs['block_top'], objs['block_bottom']
-        gap = float(tcfg.get('min_gap', 0.03))
-        for _ in range(500):
-            pa, pb = _sample_xy(rng, region, footprint(a)), _sample_xy(rng, region, footprint(b))
-            if np.linalg.norm(pa - pb) >= footprint(a) + footprint(b) + gap:
-                break
-        else:
-            raise RandomiseError(f'stack_blocks: region {region} too small for both blocks')
-        poses = {'block_top': (pa, rng.uniform(ylo, yhi)),
-                 'block_bottom': (pb, rng.uniform(ylo, yhi))}
-        return poses, {'place_on': 'block_bottom'}
-    if task == 'move_card':
-        card = objs['card']
-        dmin, dmax = tcfg.get('push_distance', [0.10, 0.18])
-        for _ in range(1000):
-            start = _sample_xy(rng, region, 0.5 * max(card.size[0], card.size[1]))
-            goal = _sample_xy(rng, region, 0.0)
-            if dmin <= np.linalg.norm(goal - start) <= dmax:
-                break
-        else:
-            raise RandomiseError(f'move_card: region {region} cannot fit a {dmin}-{dmax} m push')
-        half = [float(v) for v in tcfg.get('zone_half_size', [0.06, 0.05])]
-        return ({'card': (start, rng.uniform(ylo, yhi))},
-                {'zone_center': [float(goal[0]), float(goal[1])], 'zone_half_size': half,
-                 'zone_yaw': 0.0})
-    if task == 'shake_bottle':
-        b = objs['bottle']
-        return ({'bottle': (_sample_xy(rng, region, footprint(b)), rng.uniform(ylo, yhi))},
-                {'min_lift': float(tcfg.get('min_lift', 0.05)),
-                 'min_oscillations': int(tcfg.get('min_oscillations', 3))})
-    raise RandomiseError(f'no layout rule for task {task!r}; known: {sorted(TASK_OBJECTS)}')
-
-
-def _keep_out(target: dict, placed: list[tuple[np.ndarray, float]]) -> list:
-    """Circles (centre, radius) and segments distractors must stay clear of."""
-    zone = target.get('zone_center')
-    return placed + ([(np.asarray(zone, float), 0.0)] if zone is not None else [])
+def _keep_out(task: Task, target: dict, placed: list[tuple[np.ndarray, float]]) -> list:
+    """Circles (centre, radius) distractors must stay clear of: the objects and the marks."""
+    marks = [(np.asarray(pose[:2], float), 0.0) for pose in task.marker_poses(target).values()]
+    return placed + marks
 
 
 def _seg_dist(p, a, b) -> float:
@@ -145,7 +95,7 @@ def _distractors(rng, dcfg: dict, keep_out: list, corridor, table_z: float) -> l
     n = int(rng.integers(int(lo), int(hi) + 1))
     shapes = list(dcfg.get('shapes', ['box']))
     slo, shi = dcfg.get('half_size', [0.012, 0.025])
-    region = dcfg.get('region') or {'x': [0.2, 0.6], 'y': [-0.3, 0.3]}
+    region = _region(dcfg.get('region') or {'x': [0.2, 0.6], 'y': [-0.3, 0.3]})
     clear = float(dcfg.get('clearance', 0.08))
     out: list[TwinObject] = []
     for i in range(n):
@@ -154,7 +104,7 @@ def _distractors(rng, dcfg: dict, keep_out: list, corridor, table_z: float) -> l
         size = [s, s * rng.uniform(0.7, 1.3), s] if shape == 'box' else [s, s * 1.2]
         r = float(np.hypot(size[0], size[1])) if shape == 'box' else s
         for _ in range(200):
-            xy = _sample_xy(rng, region, r)
+            xy = region.sample(rng, r)
             ok = all(np.linalg.norm(xy - c) >= rr + r + clear for c, rr in keep_out)
             if ok and corridor is not None:
                 ok = _seg_dist(xy, *corridor) >= r + clear
@@ -166,18 +116,32 @@ def _distractors(rng, dcfg: dict, keep_out: list, corridor, table_z: float) -> l
         yaw = float(rng.uniform(-np.pi, np.pi))
         out.append(TwinObject(f'{DISTRACTOR_PREFIX}{i}', shape, [float(v) for v in size],
                               [float(v) for v in rng.uniform(0.1, 0.9, 3)],
-                              [float(xy[0]), float(xy[1]), float(z)], yaw_quat(yaw), mass=0.05))
+                              [float(xy[0]), float(xy[1]), float(z)], yaw_quat(yaw).tolist(),
+                              mass=0.05))
         keep_out.append((xy, r))
     return out
 
 
-def _zone_marker(target: dict, base_zone: TwinMarker | None, tcfg: dict) -> TwinMarker:
-    """The move_card zone drawn where the target says, so the images show what the program
-    and the success check are given (same centre, half size and yaw)."""
-    color = base_zone.color if base_zone is not None else tcfg.get('zone_color', ZONE_COLOR)
-    return TwinMarker(ZONE_MARKER, [float(v) for v in target['zone_half_size']],
-                      [float(v) for v in color], [float(v) for v in target['zone_center']],
-                      float(target.get('zone_yaw', 0.0)))
+def _markers(task: Task, base: TwinScene, tcfg: dict, target: dict) -> dict[str, TwinMarker]:
+    """The task's table marks drawn where the target says, so the images show what the program
+    and the success check are given; a mark the base scene has (aligned to the lab) keeps its
+    measured size and colour."""
+    poses = task.marker_poses(target)
+    out = {}
+    for m in task.markers(tcfg):
+        measured = base.markers.get(m.name)
+        color = measured.color if measured is not None else m.color
+        x, y, yaw = poses[m.name]
+        out[m.name] = TwinMarker(m.name, [float(v) for v in m.half_size],
+                                 [float(v) for v in color], [x, y], yaw)
+    return out
+
+
+def _measured(task: Task, base: TwinScene, tcfg: dict) -> dict:
+    """tcfg with the sizes of the task's marks the base scene measured (not the defaults)."""
+    sizes = {m.size_param: [float(v) for v in base.markers[m.name].size]
+             for m in task.markers(tcfg) if m.name in base.markers}
+    return {**tcfg, **sizes}
 
 
 def _kind_weights(kinds, where: str) -> tuple[list[str], np.ndarray]:
@@ -235,44 +199,47 @@ def _table_texture(rng, tcfg: dict, table_color) -> TableTexture:
 def randomise(base: TwinScene, task: str, cfg: GenerationConfig, seed: int,
               region: str | None = None) -> Randomised:
     """Draw one episode's scene from the base scene (same seed -> same scene)."""
-    if task not in TASK_OBJECTS:
-        raise RandomiseError(f'no layout rule for task {task!r}; known: {sorted(TASK_OBJECTS)}')
-    missing = [n for n in TASK_OBJECTS[task] if n not in base.objects]
+    try:
+        return _randomise(base, task, cfg, seed, region)
+    except LayoutError as exc:
+        raise RandomiseError(str(exc)) from None
+
+
+def _randomise(base: TwinScene, task_name: str, cfg: GenerationConfig, seed: int,
+               region: str | None) -> Randomised:
+    if task_name not in task_names():
+        raise RandomiseError(f'no layout rule for task {task_name!r}; known: {task_names()}')
+    task = get_task(task_name)
+    missing = [n for n in task.objects if n not in base.objects]
     if missing:
         raise RandomiseError(f'base scene lacks task objects {missing}; it has '
                              f'{sorted(base.objects)}')
     rng = np.random.default_rng(seed)
-    tcfg, rcfg = cfg.task(task), cfg.randomise
+    tcfg, rcfg = cfg.task(task_name), cfg.randomise
     if region is None:
         region = cfg.region if cfg.region != 'mix' else \
             ('wide' if rng.random() < cfg.wide_fraction else 'id')
     reg = tcfg['regions'][region]
     scene = copy.deepcopy(base)
-    scene.task = task
-    scene.objects = {n: scene.objects[n] for n in TASK_OBJECTS[task]}
+    scene.task = task_name
+    scene.objects = {n: scene.objects[n] for n in task.objects}
     lo, hi = rcfg.get('size_scale', [1.0, 1.0])
     scale = float(rng.uniform(lo, hi))
     for o in scene.objects.values():
         o.size = [float(v) * scale for v in o.size]
         o.color = _jitter_color(rng, o.color, float(rcfg.get('object_color_jitter', 0.0)))
-    base_zone = base.markers.get(ZONE_MARKER)
-    if task == 'move_card' and base_zone is not None:   # the lab's measured zone, not a default
-        tcfg = {**tcfg, 'zone_half_size': list(base_zone.size)}
-    poses, target = _layout(task, rng, reg, tcfg, scene.objects)
-    scene.markers = {}
-    if 'zone_center' in target:
-        scene.markers[ZONE_MARKER] = _zone_marker(target, base_zone, tcfg)
+    tcfg = _measured(task, base, tcfg)
+    layout: Layout = task.layout(rng, _region(reg), tcfg, scene.objects)
+    target = layout.target
+    scene.markers = _markers(task, base, tcfg, target)
     table_z = 0.0
-    for name, (xy, yaw) in poses.items():
+    for name, place in layout.placements.items():
         o = scene.objects[name]
-        o.pos = [float(xy[0]), float(xy[1]), table_z + half_height(o) + 1e-4]
-        o.quat = yaw_quat(float(yaw))
+        o.pos = [float(place.xy[0]), float(place.xy[1]), table_z + half_height(o) + 1e-4]
+        o.quat = yaw_quat(place.yaw).tolist()
     placed = [(np.asarray(o.pos[:2]), footprint(o)) for o in scene.objects.values()]
-    corridor = None
-    if 'zone_center' in target:
-        corridor = (np.asarray(scene.objects['card'].pos[:2]), np.asarray(target['zone_center']))
-    for d in _distractors(rng, rcfg.get('distractors') or {}, _keep_out(target, placed),
-                          corridor, table_z):
+    for d in _distractors(rng, rcfg.get('distractors') or {}, _keep_out(task, target, placed),
+                          task.clear_path(layout), table_z):
         scene.objects[d.name] = d
     scene.table_color = _jitter_color(rng, scene.table_color,
                                       float(rcfg.get('table_color_jitter', 0.0)))

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from comsim_core.episodes.layout import is_complete
 from comsim_core.episodes.sidecar import read_sidecar, write_sidecar
 from comsim_core.tasks.programs import Program, builtin_program
 from comsim_twin.generation.config import GenerationConfig
@@ -70,7 +71,6 @@ def episode_name(task: str, index: int) -> str:
 
 def already_done(out_dir: Path, name: str) -> dict | None:
     """Sidecar (or discard marker) of an episode that need not be made again."""
-    from comsim_twin.generation.writer import is_complete
     if is_complete(out_dir / name):
         return read_sidecar(out_dir / name)
     return read_sidecar(out_dir / DISCARDED_DIR / name)
