@@ -68,6 +68,9 @@ class EpisodeMeta:
         return asdict(self)
 
 
+META_FIELDS = tuple(f.name for f in fields(EpisodeMeta))   # task, seed, region, ...
+
+
 def read_meta(episode_dir: Path | str) -> EpisodeMeta:
     """The typed metadata of the episode in ``episode_dir`` (all unset without a sidecar)."""
     return EpisodeMeta.from_sidecar(read_sidecar(Path(episode_dir)),

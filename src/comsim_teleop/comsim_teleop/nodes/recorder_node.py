@@ -5,8 +5,8 @@ Episode control by services (`~/start`, `~/stop_success`, `~/stop_failure`, `~/d
 Metadata comes from parameters, which can be changed between episodes
 (`ros2 param set /recorder task stack_blocks`): the typed fields of `EpisodeMeta` (task, seed,
 region, variant, source, operator; seed -1 = not recorded) that later stages read, and free-text
-`notes` for people. Streams that fall under their expected rate are
-reported while recording. Ctrl-C closes the current episode cleanly.
+`notes` for people. Streams that fall under their expected rate are reported while recording.
+Ctrl-C closes the current episode cleanly.
 
 `~/status` (latched JSON) is published on every state change, on a write failure (from the
 writer thread, at once: a full disk shows within the second, without any service call) and
@@ -31,7 +31,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from comsim_core.episodes.errors import BagWriterError
-from comsim_core.episodes.meta import UNSET_SEED, EpisodeMeta
+from comsim_core.episodes.meta import META_FIELDS, UNSET_SEED, EpisodeMeta
 from comsim_core.episodes.stats import RATE_WARN_FRACTION
 from comsim_core.episodes.topics import TopicSpec, qos_dict
 from comsim_core.paths import resolve_config_path
@@ -157,7 +157,7 @@ class RecorderNode(Node):
 
     # -- episode control ----------------------------------------------------------------------
     def _metadata(self) -> dict:
-        params = {name: self.get_parameter(name).value for name in EpisodeMeta().to_dict()}
+        params = {name: self.get_parameter(name).value for name in META_FIELDS}
         meta = {**EpisodeMeta.from_params(params, 'recorder parameters').to_dict(),
                 'notes': self.get_parameter('notes').value}
         path = self.get_parameter('lab_config_file').value
