@@ -43,8 +43,8 @@ def test_variant_overrides_apply(raw):
 
 @pytest.mark.parametrize('mutate, exc, text', [
     (lambda d: d['physics'].update(timestep=0.01), ValueError, 'physics.timestep'),
-    (lambda d: d['physics'].pop('timestep'), KeyError, 'physics.timestep'),
-    (lambda d: d['cameras']['front'].pop('fx'), KeyError, 'cameras.front.fx'),
+    (lambda d: d['physics'].pop('timestep'), KeyError, "physics: missing key 'timestep'"),
+    (lambda d: d['cameras']['front'].pop('fx'), KeyError, "cameras.front: missing key 'fx'"),
     (lambda d: d['cameras']['front'].update(distortion=[0.1, 0.2]),
      ValueError, 'cameras.front.distortion'),
     (lambda d: d['tasks']['move_card']['regions'].update(ood={'x': [0.3, 0.4], 'y': [0.0, 0.1]}),

@@ -44,6 +44,12 @@ class Cfg:
     out: Path = Path('out')
 
 
+@dataclass
+class Nested:
+    task: str
+    parts: dict[str, Cfg]
+
+
 class MissingError(ConfigError, KeyError):
     def __str__(self) -> str:
         return str(self.args[0])
@@ -99,10 +105,13 @@ def test_a_field_error_outside_the_loader_names_its_key():
 
 
 def test_missing_required_key_has_its_own_error_class():
-    with pytest.raises(MissingError, match='^f.yaml: missing key task$'):
+    with pytest.raises(MissingError, match="^f.yaml: missing key 'task'$"):
         load_config({}, Cfg, name='f.yaml', missing_error=MissingError)
-    with pytest.raises(ConfigError, match='missing key task'):
+    with pytest.raises(ConfigError, match="missing key 'task'"):
         load_config(None, Cfg)
+    with pytest.raises(MissingError, match="^f.yaml: parts.p: missing key 'task'$"):
+        load_config({'task': 't', 'parts': {'p': {}}}, Nested, name='f.yaml',
+                    missing_error=MissingError)
 
 
 def test_not_a_mapping_at_top_level(tmp_path):

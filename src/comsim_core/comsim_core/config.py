@@ -186,7 +186,7 @@ class _Loader:
             required = (f.default is dataclasses.MISSING
                         and f.default_factory is dataclasses.MISSING)
             if required and f.name not in value:
-                raise self.fail('', f'missing key {_join(path, f.name)}', self.missing)
+                raise self.fail(path, f'missing key {f.name!r}', self.missing)
         hints = typing.get_type_hints(cls)
         kwargs = {k: self.value(hints[k], v, _join(path, k)) for k, v in value.items()}
         try:

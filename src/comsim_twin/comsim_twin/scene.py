@@ -11,17 +11,30 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, Literal, get_args
 
 import numpy as np
 import yaml
 
+from comsim_core.config import field_error, load_config
 from comsim_core.errors import UserError, load_yaml
 
 FORMAT = 'comsim-twin-scene/1'
-SHAPES = ('box', 'cylinder', 'bottle')
-MARKER_SHAPES = ('rect',)
-TEXTURE_KINDS = ('none', 'checker', 'noise', 'stripes')
-TEXTURE_KEYS = ('kind', 'color2', 'scale')
+Shape = Literal['box', 'cylinder', 'bottle']
+TextureKind = Literal['none', 'checker', 'noise', 'stripes']
+SHAPES = get_args(Shape)
+TEXTURE_KINDS = get_args(TextureKind)
+Vec2 = tuple[float, float]
+Vec3 = tuple[float, float, float]
+Quat = tuple[float, float, float, float]
+# defaults shared by scenes built in code and scene files that leave the key out
+TABLE_CENTER = (0.4, 0.0)
+BACKGROUND_COLOR = (0.2, 0.2, 0.2)
+IDENTITY_QUAT = (1.0, 0.0, 0.0, 0.0)
+OBJECT_MASS = 0.1
+OBJECT_FRICTION = 1.0
+TEXTURE_COLOR2 = (0.3, 0.25, 0.2)
+TEXTURE_SCALE = 0.05
 
 
 class SceneError(UserError, ValueError):
@@ -57,9 +70,9 @@ class TwinObject:
     size: list[float]
     color: list[float]                 # RGB in [0, 1]
     pos: list[float]
-    quat: list[float] = field(default_factory=lambda: [1.0, 0.0, 0.0, 0.0])
-    mass: float = 0.1
-    friction: float = 1.0
+    quat: list[float] = field(default_factory=lambda: list(IDENTITY_QUAT))
+    mass: float = OBJECT_MASS
+    friction: float = OBJECT_FRICTION
 
 
 @dataclass
@@ -79,37 +92,14 @@ class TwinMarker:
                 'yaw': float(self.yaw)}
 
 
-def parse_marker(name: str, m: object, source: str = '<dict>') -> TwinMarker:
-    """A TwinMarker from its YAML mapping, with errors that name the bad field."""
-    where = f'{source}: markers.{name}'
-    if not isinstance(m, dict):
-        raise SceneError(f'{where}: expected a mapping')
-    shape = m.get('shape', 'rect')
-    if shape not in MARKER_SHAPES:
-        raise SceneError(f'{where}.shape {shape!r} not in {MARKER_SHAPES}')
-    try:
-        size = [float(x) for x in m['size']]
-        color = [float(x) for x in m['color']]
-        pos = [float(x) for x in m['pos']]
-        yaw = float(m.get('yaw', 0.0))
-    except KeyError as exc:
-        raise SceneError(f'{where}: missing key {exc.args[0]!r}') from None
-    except (TypeError, ValueError):
-        raise SceneError(f'{where}: size, color, pos and yaw must be numbers') from None
-    if len(size) != 2 or min(size) <= 0 or len(color) != 3 or len(pos) != 2:
-        raise SceneError(f'{where}: needs size [half x, half y] > 0, color [r, g, b], '
-                         f'pos [x, y] (got size {size}, color {color}, pos {pos})')
-    return TwinMarker(name, size, color, pos, yaw, shape)
-
-
 @dataclass
 class TableTexture:
     """A procedural pattern on the table top (domain randomisation): the table colour and
     color2, in cells of `scale` metres (checker square, stripe width, noise speck). Kind 'none'
     renders the flat table colour, exactly as a scene without a texture."""
     kind: str = 'none'
-    color2: list[float] = field(default_factory=lambda: [0.3, 0.25, 0.2])   # RGB in [0, 1]
-    scale: float = 0.05
+    color2: list[float] = field(default_factory=lambda: list(TEXTURE_COLOR2))   # RGB in [0, 1]
+    scale: float = TEXTURE_SCALE
 
     def to_dict(self) -> dict:
         return {'kind': self.kind, 'color2': [float(v) for v in self.color2],
@@ -134,31 +124,13 @@ class TableTexture:
         return self
 
 
-def parse_table_texture(t: object, source: str = '<dict>') -> TableTexture:
-    """A TableTexture from its YAML mapping; unknown keys are errors so a typo is not
-    silently rendered flat."""
-    where = f'{source}: table.texture'
-    if not isinstance(t, dict):
-        raise SceneError(f'{where}: expected a mapping with keys {TEXTURE_KEYS}')
-    unknown = sorted(set(map(str, t)) - set(TEXTURE_KEYS))
-    if unknown:
-        raise SceneError(f'{where}: unknown keys {unknown}; known: {TEXTURE_KEYS}')
-    if 'kind' not in t:
-        raise SceneError(f"{where}: missing key 'kind' (one of {TEXTURE_KINDS})")
-    default = TableTexture()
-    color2 = t.get('color2', default.color2)
-    if not isinstance(color2, (list, tuple)):
-        raise SceneError(f'{where}.color2 needs [r, g, b] in [0, 1], got {color2!r}')
-    return TableTexture(t['kind'], list(color2), t.get('scale', default.scale)).check(where)
-
-
 @dataclass
 class TwinScene:
     robot_model: str = ''                          # '' = the ComSim arm
     table_size: list[float] = field(default_factory=lambda: [0.6, 0.8])  # half-extents x, y
-    table_center: list[float] = field(default_factory=lambda: [0.4, 0.0])
+    table_center: list[float] = field(default_factory=lambda: list(TABLE_CENTER))
     table_color: list[float] = field(default_factory=lambda: [0.6, 0.5, 0.4])
-    background_color: list[float] = field(default_factory=lambda: [0.2, 0.2, 0.2])
+    background_color: list[float] = field(default_factory=lambda: list(BACKGROUND_COLOR))
     cameras: dict[str, TwinCamera] = field(default_factory=dict)
     objects: dict[str, TwinObject] = field(default_factory=dict)
     task: str = ''
@@ -190,77 +162,127 @@ class TwinScene:
         return path
 
     @classmethod
-    def from_dict(cls, data: dict, source: str = '<dict>') -> 'TwinScene':
-        def need(d, key, where):
-            if not isinstance(d, dict) or key not in d:
-                raise SceneError(f'{source}: missing key {where}{key!r}')
-            return d[key]
-
-        def nums(value, where, n=None):
-            """A list of numbers, or a SceneError naming the key and what was found."""
-            ok = (isinstance(value, (list, tuple)) and (n is None or len(value) == n)
-                  and all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                          for x in value))
-            if not ok:
-                count = f'{n} ' if n is not None else ''
-                raise SceneError(f'{source}: {where}: expected a list of {count}numbers, '
-                                 f'got {value!r}')
-            return [float(x) for x in value]
-
-        def num(value, where, kind=float):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-                    kind is int and value != int(value)):
-                what = 'an integer' if kind is int else 'a number'
-                raise SceneError(f'{source}: {where}: expected {what}, got {value!r}')
-            return kind(value)
-
+    def from_dict(cls, data: Any, source: str = '<dict>') -> TwinScene:
         if not isinstance(data, dict):
             raise SceneError(f'{source}: not a twin scene (expected a mapping)')
         if data.get('format') != FORMAT:
             raise SceneError(f'{source}: format is {data.get("format")!r}, expected {FORMAT!r}')
-        table = need(data, 'table', '')
-        cameras = {}
-        for name, c in (data.get('cameras') or {}).items():
-            where = f'cameras.{name}.'
-            K = np.asarray(nums(need(c, 'K', where), f'{where}K', 9))
-            D = np.asarray(nums(need(c, 'D', where), f'{where}D', 5))
-            T = np.asarray(nums(need(c, 'T_base_camera', where), f'{where}T_base_camera', 16))
-            cameras[name] = TwinCamera(name, num(need(c, 'width', where), f'{where}width', int),
-                                       num(need(c, 'height', where), f'{where}height', int),
-                                       K.reshape(3, 3), D, T.reshape(4, 4), c.get('topic', ''))
-        objects = {}
-        for name, o in (data.get('objects') or {}).items():
-            where = f'objects.{name}.'
-            shape = need(o, 'shape', where)
-            if shape not in SHAPES:
-                raise SceneError(f'{source}: objects.{name}.shape {shape!r} not in {SHAPES}')
-            objects[name] = TwinObject(
-                name, shape, nums(need(o, 'size', where), f'{where}size'),
-                nums(need(o, 'color', where), f'{where}color', 3),
-                nums(need(o, 'pos', where), f'{where}pos', 3),
-                nums(o.get('quat', [1, 0, 0, 0]), f'{where}quat', 4),
-                num(o.get('mass', 0.1), f'{where}mass'),
-                num(o.get('friction', 1.0), f'{where}friction'))
-        markers = {str(n): parse_marker(str(n), m, source)
-                   for n, m in (data.get('markers') or {}).items()}
-        clash = sorted(set(markers) & set(objects))
-        if clash:
-            raise SceneError(f'{source}: names {clash} are both objects and markers')
-        texture = (parse_table_texture(table['texture'], source)
-                   if table.get('texture') is not None else None)
-        return cls(robot_model=data.get('robot_model', ''),
-                   table_size=nums(need(table, 'size', 'table.'), 'table.size', 2),
-                   table_center=nums(table.get('center', [0.4, 0.0]), 'table.center', 2),
-                   table_color=nums(need(table, 'color', 'table.'), 'table.color', 3),
-                   background_color=nums(data.get('background_color', [0.2, 0.2, 0.2]),
-                                         'background_color', 3),
-                   cameras=cameras, objects=objects, task=data.get('task', ''),
-                   markers=markers, provenance=data.get('provenance') or {},
-                   table_texture=texture)
+        file = load_config({k: v for k, v in data.items() if k != 'format'}, SceneFile,
+                           name=source, error=SceneError)
+        return file.scene(source)
 
     @classmethod
-    def load(cls, path: str | Path) -> 'TwinScene':
+    def load(cls, path: str | Path) -> TwinScene:
         return cls.from_dict(load_yaml(path, 'twin scene'), str(path))
+
+
+def _count(entry: object, key: str, n: int) -> None:
+    value = getattr(entry, key)
+    if len(value) != n:
+        raise field_error(SceneError, key, f'expected a list of {n} numbers, got {list(value)}')
+
+
+def _positive(entry: object, key: str) -> None:
+    value = getattr(entry, key)
+    if min(value, default=0.0) <= 0:
+        raise field_error(SceneError, key, f'must be positive, got {list(value)}')
+
+
+@dataclass(frozen=True)
+class CameraEntry:
+    """One calibrated camera as a scene file writes it (matrices row-major, flat)."""
+
+    width: int
+    height: int
+    K: list[float]
+    D: list[float]
+    T_base_camera: list[float]
+    topic: str = ''
+
+    def __post_init__(self) -> None:
+        for key, n in (('K', 9), ('D', 5), ('T_base_camera', 16)):
+            _count(self, key, n)
+
+    def camera(self, name: str) -> TwinCamera:
+        return TwinCamera(name, self.width, self.height, np.reshape(self.K, (3, 3)),
+                          np.asarray(self.D), np.reshape(self.T_base_camera, (4, 4)), self.topic)
+
+
+@dataclass(frozen=True)
+class ObjectEntry:
+    shape: Shape
+    size: list[float]
+    color: Vec3
+    pos: Vec3
+    quat: Quat = IDENTITY_QUAT
+    mass: float = OBJECT_MASS
+    friction: float = OBJECT_FRICTION
+
+    def object(self, name: str) -> TwinObject:
+        return TwinObject(name, self.shape, list(self.size), list(self.color), list(self.pos),
+                          list(self.quat), self.mass, self.friction)
+
+
+@dataclass(frozen=True)
+class MarkerEntry:
+    size: Vec2      # half-extents x, y
+    color: Vec3
+    pos: Vec2
+    yaw: float = 0.0
+    shape: Literal['rect'] = 'rect'
+
+    def __post_init__(self) -> None:
+        _positive(self, 'size')
+
+    def marker(self, name: str) -> TwinMarker:
+        return TwinMarker(name, list(self.size), list(self.color), list(self.pos), self.yaw,
+                          self.shape)
+
+
+@dataclass(frozen=True)
+class TextureEntry:
+    kind: TextureKind
+    color2: Vec3 = TEXTURE_COLOR2
+    scale: float = TEXTURE_SCALE
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    size: Vec2      # half-extents x, y
+    color: Vec3
+    center: Vec2 = TABLE_CENTER
+    texture: TextureEntry | None = None
+
+
+@dataclass(frozen=True)
+class SceneFile:
+    """A scene file as written (its `format` checked before)."""
+
+    table: TableEntry
+    task: str = ''
+    robot_model: str = ''
+    background_color: Vec3 = BACKGROUND_COLOR
+    cameras: dict[str, CameraEntry] = field(default_factory=dict)
+    objects: dict[str, ObjectEntry] = field(default_factory=dict)
+    markers: dict[str, MarkerEntry] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        clash = sorted(set(self.markers) & set(self.objects))
+        if clash:
+            raise SceneError(f'names {clash} are both objects and markers')
+
+    def scene(self, source: str) -> TwinScene:
+        t = self.table.texture
+        texture = (None if t is None else
+                   TableTexture(t.kind, list(t.color2), t.scale).check(f'{source}: table.texture'))
+        return TwinScene(self.robot_model, list(self.table.size), list(self.table.center),
+                         list(self.table.color), list(self.background_color),
+                         {n: c.camera(n) for n, c in self.cameras.items()},
+                         {n: o.object(n) for n, o in self.objects.items()}, self.task,
+                         {n: m.marker(n) for n, m in self.markers.items()},
+                         dict(self.provenance), texture)
+
 
 def _plain(value):
     if isinstance(value, dict):

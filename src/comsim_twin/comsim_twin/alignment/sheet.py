@@ -7,16 +7,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
-import yaml
 
+from comsim_core.config import field_error, load_config
+from comsim_core.errors import load_yaml
+from comsim_core.paths import resolve_config_path
 from comsim_twin.alignment.errors import AlignmentError
-from comsim_twin.scene import SHAPES
+from comsim_twin.scene import Shape
 
 FORMAT = 'comsim-object-sheet/1'
 MARKER_HALF_HEIGHT = 0.0004   # tape thickness / 2: what a marker's stand-in box stands
-DEFAULT_SHEET = Path(__file__).resolve().parents[4] / 'config' / 'twin' / 'objects.yaml'
+DEFAULT_SHEET = Path('config/twin/objects.yaml')   # in the workspace root
+TABLE_HALF_SIZE = (0.6, 0.5)
+TABLE_CENTER = (0.35, 0.0)
+WORKSPACE = ((-10.0, 10.0), (-10.0, 10.0))   # x, y (min, max): anywhere, unless the sheet says
+Vec2 = tuple[float, float]
+Vec3 = tuple[float, float, float]
 
 
 @dataclass(frozen=True)
@@ -60,10 +68,10 @@ class SheetMarker:
 class ObjectSheet:
     source: str
     colours: dict[str, tuple[float, float, float]]
-    table_half_size: tuple[float, float] = (0.6, 0.5)
-    table_center: tuple[float, float] = (0.35, 0.0)
+    table_half_size: tuple[float, float] = TABLE_HALF_SIZE
+    table_center: tuple[float, float] = TABLE_CENTER
     table_colour: str = ''
-    workspace: tuple[tuple[float, float], tuple[float, float]] = ((-10.0, 10.0), (-10.0, 10.0))
+    workspace: tuple[tuple[float, float], tuple[float, float]] = WORKSPACE
     tasks: dict[str, dict[str, dict[str, SheetObject]]] = field(default_factory=dict)
     task_markers: dict[str, dict[str, SheetMarker]] = field(default_factory=dict)
 
@@ -89,86 +97,102 @@ class ObjectSheet:
 
 
 def load_sheet(path: str | Path = DEFAULT_SHEET) -> ObjectSheet:
-    path = Path(path)
-    if not path.exists():
-        raise AlignmentError(f'object sheet {path} not found')
-    data = yaml.safe_load(path.read_text())
-    return parse_sheet(data, str(path))
+    """`path` as given, else in the workspace root (any current folder reads the same)."""
+    try:
+        path = resolve_config_path(path)
+    except FileNotFoundError:
+        raise AlignmentError(f'object sheet {path} not found') from None
+    return parse_sheet(load_yaml(path, 'object sheet'), str(path))
 
 
 def parse_sheet(data: object, source: str = '<sheet>') -> ObjectSheet:
     if not isinstance(data, dict) or data.get('format') != FORMAT:
         raise AlignmentError(f'{source}: not an object sheet (expected format: {FORMAT})')
-    colours = {}
-    for name, rgb in (data.get('colours') or {}).items():
-        arr = np.asarray(rgb, float).reshape(-1)
-        if arr.size != 3 or arr.min() < 0 or arr.max() > 1:
-            raise AlignmentError(f'{source}: colours.{name} needs 3 values in [0, 1]')
-        colours[str(name)] = tuple(float(v) for v in arr)
-    table = data.get('table') or {}
-    sheet = ObjectSheet(source, colours,
-                        tuple(float(v) for v in table.get('size', (0.6, 0.5))),
-                        tuple(float(v) for v in table.get('center', (0.35, 0.0))),
-                        str(table.get('colour', '')))
-    ws = data.get('workspace')
-    if ws is not None:
-        try:
-            sheet.workspace = ((float(ws['x'][0]), float(ws['x'][1])),
-                               (float(ws['y'][0]), float(ws['y'][1])))
-        except (TypeError, KeyError, IndexError, ValueError):
-            raise AlignmentError(f'{source}: workspace needs x: [min, max], y: [min, max]'
-                                 ) from None
-    for task, variants in (data.get('tasks') or {}).items():
-        if not isinstance(variants, dict):
-            raise AlignmentError(f'{source}: tasks.{task} must map variant -> objects')
-        sheet.tasks[task] = {v: {n: _parse_object(o, n, f'{source}: tasks.{task}.{v}.{n}',
-                                                  colours)
-                                 for n, o in (objs or {}).items()}
-                             for v, objs in variants.items()}
-    for task, marks in (data.get('markers') or {}).items():
-        if not isinstance(marks, dict):
-            raise AlignmentError(f'{source}: markers.{task} must map marker name -> entry')
-        sheet.task_markers[task] = {n: _parse_marker(m, n, f'{source}: markers.{task}.{n}',
-                                                     colours)
-                                    for n, m in marks.items()}
-        clash = sorted(set(sheet.task_markers[task])
-                       & {o for v in sheet.tasks.get(task, {}).values() for o in v})
-        if clash:
-            raise AlignmentError(f'{source}: markers.{task}: {clash} are also object names')
-    return sheet
+    file = load_config({k: v for k, v in data.items() if k != 'format'}, SheetFile, name=source,
+                       error=AlignmentError)
+    return file.sheet(source)
 
 
-def _parse_marker(m: object, name: str, where: str,
-                  colours: dict[str, tuple[float, float, float]]) -> SheetMarker:
-    if not isinstance(m, dict):
-        raise AlignmentError(f'{where}: expected a mapping')
-    if m.get('shape', 'rect') != 'rect':
-        raise AlignmentError(f'{where}: shape {m.get("shape")!r} unknown; markers are rect')
-    size = tuple(float(v) for v in m.get('size') or ())
-    if len(size) != 2 or min(size) <= 0:
-        raise AlignmentError(f'{where}: size {list(size)} must be [half x, half y] > 0')
-    colour = str(m.get('colour', ''))
+def _check_colour(colour: str, colours: dict[str, Vec3], where: str) -> Vec3:
     if colour not in colours:
         raise AlignmentError(f'{where}: colour {colour!r} not in the sheet colours '
                              f'{sorted(colours)}')
-    return SheetMarker(name, (size[0], size[1]), colour, colours[colour])
+    return colours[colour]
 
 
-def _parse_object(o: object, name: str, where: str,
-                  colours: dict[str, tuple[float, float, float]]) -> SheetObject:
-    if not isinstance(o, dict):
-        raise AlignmentError(f'{where}: expected a mapping')
-    shape = o.get('shape')
-    if shape not in SHAPES:
-        raise AlignmentError(f'{where}: shape {shape!r} not in {SHAPES}')
-    size = tuple(float(v) for v in o.get('size') or ())
-    if len(size) != (3 if shape == 'box' else 2) or min(size) <= 0:
-        raise AlignmentError(f'{where}: size {list(size)} is wrong for a {shape} '
-                             f'(box: 3 half-extents; cylinder/bottle: radius, half-height)')
-    colour = str(o.get('colour', ''))
-    if colour not in colours:
-        raise AlignmentError(f'{where}: colour {colour!r} not in the sheet colours '
-                             f'{sorted(colours)}')
-    neck = o.get('neck')
-    neck_t = (float(neck[0]), float(neck[1])) if neck else None
-    return SheetObject(name, shape, size, colour, colours[colour], neck_t)
+@dataclass(frozen=True)
+class ObjectEntry:
+    shape: Shape
+    size: tuple[float, ...]    # box: 3 half-extents; cylinder/bottle: radius, half-height
+    colour: str
+    neck: Vec2 | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.size) != (3 if self.shape == 'box' else 2) or min(self.size) <= 0:
+            raise AlignmentError(f'size {list(self.size)} is wrong for a {self.shape} '
+                                 f'(box: 3 half-extents; cylinder/bottle: radius, half-height)')
+
+
+@dataclass(frozen=True)
+class MarkerEntry:
+    size: tuple[float, ...]    # half-extents x, y
+    colour: str
+    shape: Literal['rect'] = 'rect'
+
+    def __post_init__(self) -> None:
+        if len(self.size) != 2 or min(self.size) <= 0:
+            raise AlignmentError(f'size {list(self.size)} must be [half x, half y] > 0')
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    size: Vec2 = TABLE_HALF_SIZE     # half-extents x, y of the table top
+    center: Vec2 = TABLE_CENTER
+    colour: str = ''
+
+
+@dataclass(frozen=True)
+class WorkspaceEntry:
+    x: Vec2    # (min, max)
+    y: Vec2
+
+
+@dataclass(frozen=True)
+class SheetFile:
+    """An object sheet as written (its `format` checked before)."""
+
+    colours: dict[str, Vec3] = field(default_factory=dict)      # name -> reference RGB
+    table: TableEntry = field(default_factory=TableEntry)
+    workspace: WorkspaceEntry | None = None
+    tasks: dict[str, dict[str, dict[str, ObjectEntry]]] = field(default_factory=dict)
+    markers: dict[str, dict[str, MarkerEntry]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, rgb in self.colours.items():
+            if min(rgb) < 0 or max(rgb) > 1:
+                raise field_error(AlignmentError, f'colours.{name}',
+                                  f'needs 3 values in [0, 1], got {list(rgb)}')
+
+    def sheet(self, source: str) -> ObjectSheet:
+        """The sheet, its colour names checked against `colours`."""
+        ws = self.workspace
+        sheet = ObjectSheet(source, dict(self.colours), self.table.size, self.table.center,
+                            self.table.colour, WORKSPACE if ws is None else (ws.x, ws.y))
+        for task, variants in self.tasks.items():
+            sheet.tasks[task] = {
+                v: {n: SheetObject(n, o.shape, o.size, o.colour,
+                                   _check_colour(o.colour, self.colours,
+                                                 f'{source}: tasks.{task}.{v}.{n}'), o.neck)
+                    for n, o in objs.items()}
+                for v, objs in variants.items()}
+        for task, marks in self.markers.items():
+            sheet.task_markers[task] = {
+                n: SheetMarker(n, (m.size[0], m.size[1]), m.colour,
+                               _check_colour(m.colour, self.colours,
+                                             f'{source}: markers.{task}.{n}'))
+                for n, m in marks.items()}
+            clash = sorted(set(sheet.task_markers[task])
+                           & {o for v in sheet.tasks.get(task, {}).values() for o in v})
+            if clash:
+                raise AlignmentError(f'{source}: markers.{task}: {clash} are also object names')
+        return sheet
