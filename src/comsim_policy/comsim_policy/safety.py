@@ -7,18 +7,53 @@ velocity clamps), so no source can bypass them. It is plain Python; the node onl
 """
 from __future__ import annotations
 
+from enum import Enum, StrEnum
+
 import numpy as np
 
 from comsim_core.control.limits import CommandShaper
 
-# States, in the order they take precedence.
-ESTOP, DISABLED, HOLDING, RUNNING = 'estop', 'disabled', 'holding', 'running'
-# Holds on bad observations: no inference until they clear (the watchdog clears them).
+
+class State(StrEnum):
+    """What the policy may do, in the order the states take precedence (strings on the wire:
+    ~/status and /diagnostics carry them as they are)."""
+
+    ESTOP = 'estop'
+    DISABLED = 'disabled'
+    HOLDING = 'holding'
+    RUNNING = 'running'
+
+
+class HoldReason(Enum):
+    """Why the arm holds instead of following the policy (the text that goes with a hold says
+    the details: which stream, how old, which joints)."""
+
+    ESTOP = 'estop'
+    DISABLED = 'disabled'
+    STALE_CAMERA = 'stale_camera'
+    STALE_JOINT_STATE = 'stale_joint_state'
+    BAD_STATE = 'bad_state'
+    NAN_OUTPUT = 'nan_output'
+    BAD_OUTPUT = 'bad_output'
+    INFERENCE_FAILED = 'inference_failed'
+
+    @property
+    def observation(self) -> bool:
+        """A hold on the inputs: the policy must not run on them until the watchdog clears it."""
+        return self in (HoldReason.STALE_CAMERA, HoldReason.STALE_JOINT_STATE,
+                        HoldReason.BAD_STATE)
+
+
+# How the texts of observation holds begin.
 STALE, BAD_STATE = 'stale observation', 'non-finite joint state'
 
 
 class UnsafeCommand(ValueError):
     """A policy output that must never reach the arm (non-finite, wrong shape)."""
+
+    def __init__(self, reason: HoldReason, text: str):
+        super().__init__(text)
+        self.reason = reason
 
 
 class SafetyMonitor:
@@ -36,41 +71,42 @@ class SafetyMonitor:
         self.stale_after_s = float(stale_after_s)
         self.enabled = False
         self.estopped = False
-        self.hold_reason: str | None = None
+        self.hold_reason: str | None = None          # the text of the hold, for people
+        self.hold_kind: HoldReason | None = None     # its kind, for decisions
         self.nan_chunks = 0
         self.clamped_actions = 0       # actions moved by the limits (a policy asking too much)
         self.bad_state: tuple[float, list[str]] | None = None  # (when, joints) of the last NaN
 
     @property
-    def state(self) -> str:
+    def state(self) -> State:
         if self.estopped:
-            return ESTOP
+            return State.ESTOP
         if not self.enabled:
-            return DISABLED
-        return HOLDING if self.hold_reason else RUNNING
+            return State.DISABLED
+        return State.HOLDING if self.hold_reason else State.RUNNING
 
     @property
     def may_move(self) -> bool:
-        return self.state == RUNNING
+        return self.state == State.RUNNING
 
     @property
     def observation_hold(self) -> bool:
         """Holding because of the inputs (stale, non-finite): the policy must not run on them."""
-        return bool(self.hold_reason) and self.hold_reason.startswith((STALE, BAD_STATE))
+        return self.hold_kind is not None and self.hold_kind.observation
 
     @property
     def reason(self) -> str:
         """Why the arm is not moving ('' when it may)."""
-        return {ESTOP: 'e-stop latched (call ~/reset_estop, then ~/enable)',
-                DISABLED: 'disabled (call ~/enable)',
-                HOLDING: self.hold_reason or '', RUNNING: ''}[self.state]
+        return {State.ESTOP: 'e-stop latched (call ~/reset_estop, then ~/enable)',
+                State.DISABLED: 'disabled (call ~/enable)',
+                State.HOLDING: self.hold_reason or '', State.RUNNING: ''}[self.state]
 
     # -- operator inputs ----------------------------------------------------------------------
     def set_enabled(self, on: bool) -> tuple[bool, str]:
         if on and self.estopped:
             return False, 'e-stop is latched: call ~/reset_estop first'
         self.enabled = bool(on)
-        self.hold_reason = None
+        self.hold_reason = self.hold_kind = None
         self.shaper.reset()
         return True, f'enabled={self.enabled}'
 
@@ -100,24 +136,27 @@ class SafetyMonitor:
         if stale:
             ages = ', '.join(f'{k} ' + ('never received' if last_times[k] is None
                                         else f'{now - last_times[k]:.2f} s old') for k in stale)
-            self.hold(f'{STALE} ({ages}; limit {self.stale_after_s:g} s)')
+            kind = HoldReason.STALE_JOINT_STATE if 'joint_states' in stale \
+                else HoldReason.STALE_CAMERA
+            self.hold(f'{STALE} ({ages}; limit {self.stale_after_s:g} s)', kind)
         elif self.bad_state and now - self.bad_state[0] <= self.stale_after_s:
             self.hold(f'{BAD_STATE} ({", ".join(self.bad_state[1])} NaN or inf, '
                       f'{now - self.bad_state[0]:.2f} s ago; dropped, holding the last finite '
-                      f'position until finite for {self.stale_after_s:g} s)')
+                      f'position until finite for {self.stale_after_s:g} s)', HoldReason.BAD_STATE)
         elif self.observation_hold:
             self.clear_hold()
         return self.hold_reason
 
-    def hold(self, reason: str) -> bool:
-        """Enter (or stay in) a hold; True when this is a new hold (send one hold command)."""
+    def hold(self, text: str, kind: HoldReason = HoldReason.BAD_OUTPUT) -> bool:
+        """Enter (or stay in) a hold; True when this is a new hold (send one hold command).
+        Observation holds come from `watchdog`; others are about the policy's output."""
         new = self.hold_reason is None
-        self.hold_reason = reason
+        self.hold_reason, self.hold_kind = text, kind
         return new
 
     def clear_hold(self) -> None:
         if self.hold_reason is not None:
-            self.hold_reason = None
+            self.hold_reason = self.hold_kind = None
             self.shaper.reset()
 
     # -- commands -----------------------------------------------------------------------------
@@ -135,11 +174,11 @@ class SafetyMonitor:
         """The chunk as floats; `UnsafeCommand` on NaN/inf or a wrong shape."""
         actions = np.asarray(actions, dtype=float)
         if actions.ndim != 2 or actions.shape[1] != n_joints:
-            raise UnsafeCommand(f'policy output has shape {actions.shape}, expected '
-                                f'(steps, {n_joints})')
+            raise UnsafeCommand(HoldReason.BAD_OUTPUT, f'policy output has shape '
+                                f'{actions.shape}, expected (steps, {n_joints})')
         if not np.all(np.isfinite(actions)):
             self.nan_chunks += 1
-            raise UnsafeCommand('policy output contains NaN or inf')
+            raise UnsafeCommand(HoldReason.NAN_OUTPUT, 'policy output contains NaN or inf')
         return actions
 
     def shape(self, times, actions, ref_time: float, ref_q) -> np.ndarray:
