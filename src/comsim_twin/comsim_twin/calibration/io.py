@@ -6,12 +6,15 @@ T_base_camera (4x4, OpenCV optical frame in the robot base frame), which ROS rea
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import cv2
 import numpy as np
 import yaml
 
+from comsim_core.config import field_error, load_config
 from comsim_twin.scene import TwinCamera
 
 from .errors import CalibrationError
@@ -48,19 +51,40 @@ def write_camera_yaml(path: str | Path, name: str, width: int, height: int, K: n
     return path
 
 
-def _read_matrix(data: dict, key: str, shape: tuple[int, int], source: str) -> np.ndarray:
-    if key not in data:
-        raise CalibrationError(f'{source}: missing key {key!r}')
-    value = data[key]
-    raw = value.get('data') if isinstance(value, dict) else value
-    try:
-        arr = np.asarray(raw, float).reshape(-1)
-    except (TypeError, ValueError):
-        raise CalibrationError(f'{source}: {key} must hold numbers') from None
-    if arr.size != shape[0] * shape[1]:
-        raise CalibrationError(f'{source}: {key} needs {shape[0] * shape[1]} numbers, '
-                               f'got {arr.size}')
-    return arr.reshape(shape)
+@dataclass(frozen=True)
+class MatrixEntry:
+    """A matrix as camera_calibration writes it: its shape and its numbers row-major."""
+
+    rows: int
+    cols: int
+    data: list[float]
+
+    def __post_init__(self) -> None:
+        if len(self.data) != self.rows * self.cols:
+            raise field_error(CalibrationError, 'data', f'needs rows x cols = '
+                                                        f'{self.rows * self.cols} numbers, '
+                                                        f'got {len(self.data)}')
+
+    def array(self, shape: tuple[int, int], key: str, source: str) -> np.ndarray:
+        if (self.rows, self.cols) != shape:
+            raise CalibrationError(f'{source}: {key}: expected {shape[0]}x{shape[1]}, got '
+                                   f'{self.rows}x{self.cols}')
+        return np.reshape(self.data, shape)
+
+
+@dataclass(frozen=True)
+class CameraFile:
+    """A camera calibration YAML as written: ROS's keys plus T_base_camera."""
+
+    image_width: int
+    image_height: int
+    camera_matrix: MatrixEntry
+    distortion_coefficients: MatrixEntry
+    T_base_camera: MatrixEntry
+    camera_name: str | None = None
+    distortion_model: Literal['plumb_bob'] = 'plumb_bob'
+    rectification_matrix: MatrixEntry | None = None
+    projection_matrix: MatrixEntry | None = None
 
 
 def read_camera_yaml(path: str | Path) -> dict:
@@ -68,25 +92,15 @@ def read_camera_yaml(path: str | Path) -> dict:
     path = Path(path)
     if not path.exists():
         raise CalibrationError(f'camera calibration {path} not found')
-    data = yaml.safe_load(path.read_text(encoding='utf-8'))
+    file = load_config(path, CameraFile, what='camera calibration', error=CalibrationError)
     src = str(path)
-    if not isinstance(data, dict):
-        raise CalibrationError(f'{src}: not a camera calibration (expected a mapping)')
-    for key in ('image_width', 'image_height'):
-        if key not in data:
-            raise CalibrationError(f'{src}: missing key {key!r}')
-    model = data.get('distortion_model', 'plumb_bob')
-    if model != 'plumb_bob':
-        raise CalibrationError(f'{src}: distortion_model {model!r} unsupported (plumb_bob only)')
-    d = data.get('distortion_coefficients')
-    n = len(d.get('data', []) if isinstance(d, dict) else (d or []))
-    D = _read_matrix(data, 'distortion_coefficients', (1, n), src).reshape(-1)
+    D = np.asarray(file.distortion_coefficients.data, float)
     if D.size < 5:
         D = np.concatenate([D, np.zeros(5 - D.size)])
-    return {'name': str(data.get('camera_name', path.stem)),
-            'width': int(data['image_width']), 'height': int(data['image_height']),
-            'K': _read_matrix(data, 'camera_matrix', (3, 3), src), 'D': D[:5],
-            'T_base_camera': _read_matrix(data, 'T_base_camera', (4, 4), src)}
+    return {'name': file.camera_name or path.stem,
+            'width': file.image_width, 'height': file.image_height,
+            'K': file.camera_matrix.array((3, 3), 'camera_matrix', src), 'D': D[:5],
+            'T_base_camera': file.T_base_camera.array((4, 4), 'T_base_camera', src)}
 
 
 def load_twin_camera(path: str | Path, topic: str = '') -> TwinCamera:
