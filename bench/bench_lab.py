@@ -3,18 +3,17 @@ on and off (off = plain MuJoCo rendering of the same scene, the baseline, same p
 steps/s, the real-time factor of the lab loop (physics + joint states at 200 Hz + two cameras at
 30 Hz, no ROS), and expert success rates.
 
-    .venv/bin/python bench/bench_lab.py [--success N] [--json out.json]
+    .venv/bin/python bench/bench_lab.py [--success N] [--out bench/results/bench_lab.json]
 """
 from __future__ import annotations
 
 import argparse
 import copy
-import json
 import time
 from pathlib import Path
 
 import numpy as np
-from provenance import command, machine
+from provenance import add_out_argument, machine, write_result
 
 from comsim_bench_lab.config import LabConfig
 from comsim_bench_lab.lab import BenchLab
@@ -77,7 +76,7 @@ def main() -> None:
     parser.add_argument('--realism', default=str(CONFIG_DIR / 'realism.yaml'))
     parser.add_argument('--success', type=int, default=0,
                         help='seeds per task/region for success rates')
-    parser.add_argument('--json', type=Path)
+    add_out_argument(parser, __file__)
     args = parser.parse_args()
     cfg, prof = LabConfig.load(args.config), RealismProfile.load(args.realism)
     result = {'render_fps_per_camera': {}, 'real_time_factor': {}}
@@ -103,13 +102,13 @@ def main() -> None:
             res = [run_expert_episode(lab, lab.robot, task, s, region) for s in range(args.success)]
             durs = [d for _, d in res]
             rate = np.mean([ok for ok, _ in res]) * 100
+            result.setdefault('expert_success', {})[f'{task}/{region}'] = {
+                'successes': int(sum(ok for ok, _ in res)), 'episodes': len(res),
+                'duration_s': [min(durs), max(durs)]}
             print(f'expert {task} {region}: {rate:.0f}% of {len(res)}, '
                   f'episode {min(durs):.1f}-{max(durs):.1f} s', flush=True)
     lab.close()
-    result['machine'] = machine()
-    result['command'] = command()
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
+    write_result(args.out, result, machine())
 
 
 if __name__ == '__main__':

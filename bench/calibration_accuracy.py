@@ -5,19 +5,18 @@ Per camera: mean / RMS reprojection error, K error, distortion error (pixel disp
 the true and the estimated lens over the image), extrinsic error (mm, degrees). Targets: mean
 reprojection < 0.5 px, extrinsics < 5 mm and < 0.5 deg.
 
-    .venv/bin/python bench/calibration_accuracy.py [--views 30] [--seed 0] [--json out.json]
+    .venv/bin/python bench/calibration_accuracy.py [--views 30] [--seed 0] [--out out.json]
 """
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
 
 import cv2
 import numpy as np
-from provenance import command, machine
+from provenance import add_out_argument, machine, write_result
 
 from comsim_bench_lab.calibration_rig import capture_calibration
 from comsim_bench_lab.config import LabConfig
@@ -85,12 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--views', type=int, default=30, help='hand-held views per camera')
     ap.add_argument('--seed', type=int, default=0)
-    ap.add_argument('--json', default=str(ROOT / 'bench' / 'results' /
-                                          'calibration_accuracy.json'))
+    add_out_argument(ap, __file__)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix='comsim_calib_') as tmp:
         result = run(args.views, args.seed, Path(tmp))
-    result.update({'command': command(), 'machine': machine()})
     print(f'calibration accuracy, {args.views} hand-held views per camera, seed {args.seed} '
           f'(capture {result["capture_s"]:.1f} s, calibrate {result["calibrate_s"]:.1f} s)')
     print(f'{"camera":8} {"mean px":>8} {"rms px":>7} {"used":>5} {"rej":>4} {"fx err":>7} '
@@ -100,9 +97,7 @@ def main(argv: list[str] | None = None) -> int:
               f'{c["views_used"]:5d} {c["views_rejected"]:4d} {c["fx_err_px"]:7.2f} '
               f'{c["cx_err_px"]:7.2f} {c["lens_max_err_px"]:8.2f} {c["extrinsic_mm"]:7.2f} '
               f'{c["extrinsic_deg"]:8.3f}  {c["meets_targets"]}')
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(result, indent=1))
-    print(f'wrote {args.json}')
+    write_result(args.out, result, machine())
     return 0 if all(c['meets_targets'] for c in result['cameras'].values()) else 1
 
 

@@ -1,21 +1,20 @@
 """Neural-sim benchmark: translation frames/s and peak memory, training samples/s, and the
 composed guidance evaluated batched vs as three separate forwards.
 
-    python bench/neural_sim.py [--config config/neural_sim.yaml] [--json OUT] [--gpu-config ...]
+    python bench/neural_sim.py [--config config/neural_sim.yaml] [--out OUT] [--gpu-config ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import sys
 import tempfile
 import time
 
 import torch
-from provenance import command, torch_machine
+from provenance import add_out_argument, torch_machine, write_result
 
 from comsim_neural_sim.config import NeuralSimConfig
 from comsim_neural_sim.data import synthetic_pair
@@ -93,19 +92,15 @@ def main() -> int:
     ap.add_argument('--frames', type=int, default=32, help='episode length to translate')
     ap.add_argument('--steps', type=int, default=10, help='denoising steps')
     ap.add_argument('--train-steps', type=int, default=10)
-    ap.add_argument('--json', default='bench/results/neural_sim.json')
+    add_out_argument(ap, __file__)
     args = ap.parse_args()
     results = {'cpu_default': bench_config(NeuralSimConfig.from_yaml(args.config), args.frames,
                                            args.steps, args.train_steps)}
     if torch.cuda.is_available():
         results['gpu_240x320'] = bench_config(NeuralSimConfig.from_yaml(args.gpu_config),
                                               args.frames, args.steps, args.train_steps)
-    out = {'command': command(), 'machine': torch_machine(),
-           'results': results}
-    os.makedirs(os.path.dirname(args.json) or '.', exist_ok=True)
-    with open(args.json, 'w') as fh:
-        json.dump(out, fh, indent=1)
-    print(json.dumps(out, indent=1))
+    print(json.dumps(results, indent=1))
+    write_result(args.out, {'results': results}, torch_machine())
     return 0
 
 

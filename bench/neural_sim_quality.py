@@ -18,15 +18,13 @@ import time
 from pathlib import Path
 
 import torch
-from provenance import command, torch_machine
+from provenance import add_out_argument, torch_machine, write_result
 
 from comsim_neural_sim.config import NeuralSimConfig
 from comsim_neural_sim.data.clips import load_paired_dir
 from comsim_neural_sim.evaluation.metrics import video_metrics
 from comsim_neural_sim.sampling.pipeline import NeuralSimPipeline
 from comsim_neural_sim.training.train import train
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(argv=None) -> int:
@@ -36,8 +34,7 @@ def main(argv=None) -> int:
     ap.add_argument('--steps', type=int, default=400)
     ap.add_argument('--frames', type=int, default=32)
     ap.add_argument('--camera', default='front')
-    ap.add_argument('--json', type=Path, default=ROOT / 'bench' / 'results' /
-                    'neural_sim_quality.json')
+    add_out_argument(ap, __file__)
     args = ap.parse_args(argv)
     torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', '1')))
     clips = load_paired_dir(args.paired, [args.camera])
@@ -62,14 +59,11 @@ def main(argv=None) -> int:
         rows[pred] = row
         print(pred, json.dumps({k: (round(v['psnr'], 2) if isinstance(v, dict) else v)
                                 for k, v in row.items()}), flush=True)
-    result = {'command': command(), 'machine': torch_machine(),
-              'held_out': held.name, 'camera': args.camera, 'frames': n,
+    result = {'held_out': held.name, 'camera': args.camera, 'frames': n,
               'train_episodes': len(train_clips), 'steps': args.steps,
               'floor_twin_frames': video_metrics(held.sim[:n], held.real[:n]),
               'by_prediction': rows}
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=1))
-    print(f'wrote {args.json}')
+    write_result(args.out, result, torch_machine())
     return 0
 
 

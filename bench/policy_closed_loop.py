@@ -1,6 +1,6 @@
 """Closed-loop timing of the policy node on the bench lab over DDS (each node its own process).
 
-    .venv/bin/python bench/policy_closed_loop.py [--checkpoint DIR] [--duration 20] [--json out]
+    .venv/bin/python bench/policy_closed_loop.py [--checkpoint DIR] [--duration 20] [--out out.json]
 
 Measures, while the policy drives the arm: the achieved control rate (actions executed per sim
 second, a chunk's actions counting until the next chunk replaces them), the observation-to-
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
-from provenance import command, machine
+from provenance import add_out_argument, machine, write_result
 from trajectory_msgs.msg import JointTrajectory
 
 from comsim_core.ros.graph import Graph
@@ -52,7 +52,7 @@ def main() -> None:
     parser.add_argument('--duration', type=float, default=20.0, help='sim seconds enabled')
     parser.add_argument('--device', default='cpu')
     parser.add_argument('--camera-rate', type=float, default=30.0)
-    parser.add_argument('--json', type=Path)
+    add_out_argument(parser, __file__)
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix='policy_bench_'))
     ckpt = args.checkpoint or default_checkpoint(tmp / 'default_untrained')
@@ -110,13 +110,9 @@ def main() -> None:
         'achieved_chunk_rate_hz_sim': round(len(chunks) / max(sim_span, 1e-9), 3),
         'obs_to_command_ms_sim': stats(latency_sim),
         'diagnostics': diag,
-        'machine': machine(),
-        'command': command(),
     }
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text)
+    print(json.dumps(result, indent=2))
+    write_result(args.out, result, machine())
 
 
 if __name__ == '__main__':

@@ -1,7 +1,7 @@
 """Diffusion Policy inference latency per action chunk (median, p95), eager vs faster paths.
 
     .venv/bin/python bench/policy_inference.py [--reps 40] [--threads 1] [--compile]
-        [--configs config/policy_train.yaml ...]
+        [--configs config/policy_train.yaml ...] [--out bench/results/policy_inference.json]
 
 Each config gets two cameras at 240x320 (the real robot's size) and random weights (latency does
 not depend on training); a call is a full ``PolicyRunner.predict`` (resize, crop, encode, DDIM,
@@ -17,8 +17,7 @@ requests share no frame. Variants, all in this process on the same weights:
 
 The machine is shared and noisy, so the variants are interleaved call by call (round robin,
 rotating the order each round) rather than measured one after the other; ratios are eager's
-median / the variant's median. Writes bench/results/policy_inference.json with the command
-and machine.
+median / the variant's median.
 """
 from __future__ import annotations
 
@@ -31,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from provenance import command, torch_machine
+from provenance import add_out_argument, torch_machine, write_result
 
 from comsim_policy.config import PolicyConfig
 from comsim_policy.inference import PolicyRunner, default_device, optimize
@@ -120,7 +119,7 @@ def main() -> int:
     p.add_argument('--compile', action='store_true', help='also measure torch.compile')
     p.add_argument('--configs', nargs='+', default=None,
                    help=f'default: {CPU_CONFIGS} (+ {GPU_CONFIGS} on a GPU)')
-    p.add_argument('--out', type=Path, default=ROOT / 'bench/results/policy_inference.json')
+    add_out_argument(p, __file__)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     device = default_device()
@@ -139,10 +138,7 @@ def main() -> int:
                    'image_size': cfg.image_size, 'crop_size': cfg.crop_size, **stats}
             print(json.dumps(row), flush=True)
             results.append(row)
-    out = {'command': command(), 'machine': torch_machine(cpu=_cpu_name()),
-           'results': results}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=1))
+    write_result(args.out, {'results': results}, torch_machine(cpu=_cpu_name()))
     return 0
 
 

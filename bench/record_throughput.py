@@ -6,7 +6,7 @@ another process: drops, achieved rates vs nominal, recorder CPU share.
 Offline: the recorder's write path (EpisodeRecorder) vs `rosbags` writing the same messages
 directly, in this process, same disk: throughput ratio.
 
-    .venv/bin/python bench/record_throughput.py --duration 60
+    .venv/bin/python bench/record_throughput.py --duration 60 [--out out.json]
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import rclpy
 import yaml
-from provenance import command, machine
+from provenance import add_out_argument, machine, write_result
 from rclpy.node import Node
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
@@ -144,7 +144,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--duration', type=float, default=60.0)
     parser.add_argument('--work', type=Path)
-    parser.add_argument('--json', type=Path)
+    add_out_argument(parser, __file__)
     args = parser.parse_args(argv)
     work = Path(args.work or tempfile.mkdtemp(prefix='comsim_bench_'))
     work.mkdir(parents=True, exist_ok=True)
@@ -154,12 +154,8 @@ def main(argv=None):
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
-    result['machine'] = machine()
-    result['command'] = command()
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text)
+    print(json.dumps(result, indent=2))
+    write_result(args.out, result, machine())
 
 
 if __name__ == '__main__':

@@ -3,18 +3,16 @@ render + lens distortion remap), its pinhole view and segmentation, against raw 
 rendering (mujoco.Renderer on the same model, same process, no distortion, at W x H and at the
 padded size). Synthetic scene (no bench lab): arm, table, three objects, two cameras.
 
-    .venv/bin/python bench/twin_render.py [--sizes 320x240 640x480] [--frames 60] [--json out]
+    .venv/bin/python bench/twin_render.py [--sizes 320x240 640x480] [--frames 60] [--out out.json]
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
-from pathlib import Path
 
 import numpy as np
-from provenance import command, machine
+from provenance import add_out_argument, machine, write_result
 
 os.environ.setdefault('MUJOCO_GL', 'egl')
 
@@ -102,7 +100,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--sizes', nargs='+', default=['320x240', '640x480'])
     ap.add_argument('--frames', type=int, default=60)
-    ap.add_argument('--json', type=Path, default=Path('bench/results/twin_render.json'))
+    add_out_argument(ap, __file__)
     args = ap.parse_args(argv)
     results = {}
     for size in args.sizes:
@@ -114,13 +112,9 @@ def main(argv: list[str] | None = None) -> dict:
                   f'(pinhole {row["twin_pinhole_fps"]:.1f}, padded raw '
                   f'{row["raw_mujoco_padded_fps"]:.1f}, segmentation '
                   f'{row["twin_segmentation_fps"]:.1f})')
-    report = {'command': command(),
-              'machine': machine(mujoco=mujoco.__version__,
-                                 MUJOCO_GL=os.environ.get('MUJOCO_GL', '')),
-              'frames_per_measure': args.frames, 'results': results}
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=2) + '\n')
-    print(f'wrote {args.json}')
+    report = {'frames_per_measure': args.frames, 'results': results}
+    write_result(args.out, report, machine(mujoco=mujoco.__version__,
+                                           MUJOCO_GL=os.environ.get('MUJOCO_GL', '')))
     return report
 
 
