@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from comsim_core.episodes.encode import rgb8_image_cdr
-from comsim_core.episodes.sidecar import SIDECAR_FORMAT, dump_yaml, read_sidecar, write_sidecar
+from comsim_core.episodes.layout import COMPLETE, PARTIAL_DIR
+from comsim_core.episodes.sidecar import SIDECAR_FORMAT, dump_yaml, write_sidecar
 from comsim_core.episodes.stats import EpisodeSummary, stream_stats
 from comsim_core.episodes.topics import TopicSpec
 from comsim_core.episodes.writer import EpisodeBagWriter, get_distro_typestore
@@ -24,7 +25,6 @@ from comsim_twin.scene import TwinCamera
 
 JOINT_STATES = '/joint_states'
 COMMANDS = '/joint_trajectory_controller/joint_trajectory'
-PARTIAL_DIR = '.partial'
 T0_NS = 10**9      # stamps start at 1 s of sim time (0 would read as "no stamp")
 
 
@@ -44,13 +44,6 @@ def topic_specs(cameras: dict[str, TwinCamera], joint_hz: float, camera_hz: floa
                   TopicSpec(info_topic(cam), 'sensor_msgs/msg/CameraInfo', camera_hz)]
     specs.append(TopicSpec(COMMANDS, 'trajectory_msgs/msg/JointTrajectory', control_hz))
     return specs
-
-
-def is_complete(episode_dir: Path) -> bool:
-    """A finished episode: bag metadata written and the sidecar says complete."""
-    side = read_sidecar(episode_dir) if episode_dir.is_dir() else None
-    return bool(side) and side.get('status') == 'complete' and \
-        (episode_dir / 'metadata.yaml').exists()
 
 
 class GeneratedEpisodeWriter:
@@ -135,16 +128,16 @@ class GeneratedEpisodeWriter:
         firsts = [s.first_ns for s in streams.values() if s.first_ns is not None]
         lasts = [s.last_ns for s in streams.values() if s.last_ns is not None]
         duration = (max(lasts) - min(firsts)) / 1e9 if firsts else 0.0
-        summary = EpisodeSummary(str(self.final), 'complete', success, duration,
+        summary = EpisodeSummary(str(self.final), COMPLETE, success, duration,
                                  self.bag.bytes_written, 0, streams)
         self.bag.set_custom_data('comsim.metadata', dump_yaml(metadata))
         self.bag.set_custom_data('comsim.summary', dump_yaml(summary.to_dict()))
         self.bag.close()
         size = sum(p.stat().st_size for p in self.partial.rglob('*') if p.is_file())
-        summary = EpisodeSummary(str(self.final), 'complete', success, duration,
+        summary = EpisodeSummary(str(self.final), COMPLETE, success, duration,
                                  self.bag.bytes_written, size, streams)
         write_sidecar(self.partial, {
-            'format': SIDECAR_FORMAT, 'episode': self.name, 'status': 'complete',
+            'format': SIDECAR_FORMAT, 'episode': self.name, 'status': COMPLETE,
             'started_at': self.started_at, 'stopped_at': _now_iso(), 'storage': self.storage,
             'distro': self.distro, 'bag_file': self.bag.storage_file.name,
             'topics': [{'name': s.name, 'msgtype': s.msgtype,
