@@ -64,7 +64,7 @@ def test_cli_config_refuses_typos_and_missing_checkpoints(tmp_path, capsys):
     from comsim_core.errors import UserError
     from comsim_policy.evaluation.cli import load_config, main
 
-    assert load_config(None)['regions'] == ['id', 'ood']  # config/evaluation.yaml
+    assert load_config(None).regions == ['id', 'ood']  # config/evaluation.yaml
     bad = tmp_path / 'eval.yaml'
     bad.write_text('evaluation:\n  rollout: 3\n')
     with pytest.raises(UserError, match="unknown key"):
