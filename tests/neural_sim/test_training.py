@@ -1,10 +1,13 @@
 """Training: the loss falls on one clip, the four scores separate, checkpoints round-trip,
 resume continues, and checkpoints of another config are refused."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
 from ns_helpers import one_thread, tiny_config  # noqa: F401
+from safetensors.torch import load_file
 
 from comsim_neural_sim.config import NeuralSimConfig
 from comsim_neural_sim.data import synthetic_pair
@@ -98,3 +101,20 @@ def test_cli_refuses_to_overwrite_a_run_without_resume(trained, tmp_path, capsys
             '--out', str(out)]
     assert main(args) == 2
     assert '--resume' in capsys.readouterr().err
+
+
+def test_the_checkpoint_holds_the_weight_average_and_resume_carries_it_on(trained, tmp_path):
+    _, clip, out, _ = trained
+    saved = load_file(str(out / 'transformer' / 'diffusion_pytorch_model.safetensors'))
+    ema = load_file(str(out / 'train_state' / 'ema.safetensors'))
+    raw = load_file(str(out / 'train_state' / 'model.safetensors'))
+    assert saved.keys() == ema.keys()
+    assert all(torch.equal(saved[k], ema[k]) for k in saved)
+    assert any(not torch.equal(saved[k], raw[k]) for k in saved)   # averaged, not the last step
+    assert json.loads((out / 'train_state' / 'state.json').read_text())['ema_step'] == 200
+    run = tmp_path / 'run'
+    cfg = trained[0]
+    train(cfg, [clip], run, steps=4, log=lambda s: None)
+    train(cfg, [clip], run, resume=True, steps=6, log=lambda s: None)
+    assert json.loads((run / 'train_state' / 'state.json').read_text())['ema_step'] == 6
+    assert not [p for p in run.iterdir() if p.name.startswith('.')]   # no scratch left

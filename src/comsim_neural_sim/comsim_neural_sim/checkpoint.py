@@ -3,12 +3,17 @@
     <dir>/neural_sim.yaml          NeuralSimConfig (with the data's action statistics)
     <dir>/transformer/             diffusers save_pretrained (EMA weights)
     <dir>/scheduler/               scheduler_config.json
+
+Written file by file atomically (``comsim_core.checkpoint``), the YAML last.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+from comsim_core.checkpoint import staged_directory
 
 from .config import CONFIG_NAME, NeuralSimConfig
 from .errors import CheckpointMismatchError
@@ -22,6 +27,18 @@ def transformer_from_config(cfg: NeuralSimConfig) -> NeuralSimTransformer:
                                 width=w, action_dim=cfg.action_dim, width_dim=cfg.width_dim,
                                 depth=cfg.depth, heads=cfg.heads, patch_size=cfg.patch_size,
                                 patch_size_t=cfg.patch_size_t, cameras=len(cfg.cameras))
+
+
+def save_checkpoint(directory: str | Path, cfg: NeuralSimConfig,
+                    transformer: NeuralSimTransformer, scheduler: Any) -> Path:
+    """Write config, transformer and scheduler so that a crash leaves the previous checkpoint
+    readable (diffusers writes in place: it writes into a staging directory first)."""
+    directory = Path(directory)
+    with staged_directory(directory) as staging:
+        transformer.save_pretrained(staging / 'transformer', safe_serialization=True)
+        scheduler.save_pretrained(staging / 'scheduler')
+        cfg.save(staging)
+    return directory
 
 
 def check_transformer(cfg: NeuralSimConfig, model: NeuralSimTransformer, where: str) -> None:

@@ -14,16 +14,22 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from comsim_core.checkpoint import replacing, write_text
+
 from ..errors import NeuralSimError
+
+
+def _save_weights(path: Path, module: nn.Module) -> None:
+    with replacing(path) as tmp:
+        save_file({k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()},
+                  str(tmp))
 
 
 def save_train_state(directory: Path, model: nn.Module, ema: nn.Module,
                      optimizer: torch.optim.Optimizer, meta: dict[str, Any]) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    save_file(tmp, str(directory / 'model.safetensors'))
-    save_file({k: v.detach().cpu().contiguous() for k, v in ema.state_dict().items()},
-              str(directory / 'ema.safetensors'))
+    """Raw and averaged weights, optimiser tensors, then the JSON (each file atomically)."""
+    _save_weights(directory / 'model.safetensors', model)
+    _save_weights(directory / 'ema.safetensors', ema)
     sd = optimizer.state_dict()
     flat = {}
     for idx, st in sd['state'].items():
@@ -31,9 +37,10 @@ def save_train_state(directory: Path, model: nn.Module, ema: nn.Module,
             t = val if torch.is_tensor(val) else torch.tensor(val)
             flat[f'{idx}.{name}'] = t.detach().cpu().contiguous()
     if flat:
-        save_file(flat, str(directory / 'optimizer.safetensors'))
-    (directory / 'state.json').write_text(json.dumps(
-        {'param_groups': sd['param_groups'], **meta}, indent=1))
+        with replacing(directory / 'optimizer.safetensors') as tmp:
+            save_file(flat, str(tmp))
+    write_text(directory / 'state.json',
+               json.dumps({'param_groups': sd['param_groups'], **meta}, indent=1))
 
 
 def load_train_state(directory: Path, model: nn.Module, ema: nn.Module,

@@ -12,6 +12,7 @@ The output directory is a pipeline checkpoint (EMA weights) plus ``train_state/`
 from __future__ import annotations
 
 import argparse
+import copy
 import sys
 import time
 from dataclasses import dataclass
@@ -19,11 +20,12 @@ from pathlib import Path
 
 import torch
 from accelerate import Accelerator
+from diffusers.training_utils import EMAModel
 from torch.utils.data import DataLoader
 
 from comsim_core.errors import cli_main
 
-from ..checkpoint import load_config, transformer_from_config
+from ..checkpoint import load_config, save_checkpoint, transformer_from_config
 from ..config import NeuralSimConfig
 from ..data.clips import ClipDataset, PairedClip, action_stats, load_paired_dir
 from ..data.synthetic import synthetic_pair
@@ -33,7 +35,6 @@ from ..sampling.guidance import GuidanceWeights
 from ..sampling.pipeline import NeuralSimPipeline
 from ..schedulers import corrupt, make_scheduler
 from .dropout import sample_condition_masks
-from .ema import EMA
 from .report import append_csv, finite, plot_loss, save_sheet
 from .state import load_train_state, save_train_state
 
@@ -99,13 +100,17 @@ def train(cfg: NeuralSimConfig, clips: list[PairedClip], out: str | Path, resume
     dataset = ClipDataset(clips, cfg, codec)
     torch.manual_seed(cfg.seed)
     model = transformer_from_config(cfg)
-    ema = EMA(model, cfg.ema_decay)
+    # The averaged weights are what is sampled and saved; `ema` keeps them (decay
+    # min(decay, (1 + t) / (10 + t))), `averaged` is the model they are copied into for use.
+    averaged = copy.deepcopy(model).eval().requires_grad_(False)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    start = 0
+    start, ema_step = 0, 0
     if resume:
-        meta = load_train_state(state_dir, model, ema.model, opt)
-        start, ema.step = int(meta['step']), int(meta['ema_step'])
+        meta = load_train_state(state_dir, model, averaged, opt)
+        start, ema_step = int(meta['step']), int(meta['ema_step'])
         log(f'resumed at step {start} from {state_dir}')
+    ema = EMAModel(averaged.parameters(), decay=cfg.ema_decay)
+    ema.optimization_step = ema_step
     # Shuffling is seeded alike on every process (accelerate shards it); the noise, timesteps
     # and condition dropout differ per process, or data-parallel ranks would repeat each other.
     shuffle = torch.Generator().manual_seed(cfg.seed + start)
@@ -115,7 +120,8 @@ def train(cfg: NeuralSimConfig, clips: list[PairedClip], out: str | Path, resume
     model, opt, loader = accel.prepare(model, opt, loader)
     log(f'training on {accel.num_processes} process(es), device {accel.device}, '
         f'{len(dataset)} windows')
-    ema.model.to(accel.device)
+    averaged.to(accel.device)
+    ema.to(accel.device)
     scheduler = make_scheduler(cfg)
     val_batch = next(iter(DataLoader(dataset, batch_size=1)))
     if accel.is_main_process:
@@ -145,7 +151,7 @@ def train(cfg: NeuralSimConfig, clips: list[PairedClip], out: str | Path, resume
             accel.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
         opt.zero_grad(set_to_none=True)
-        ema.update(accel.unwrap_model(model))
+        ema.step(accel.unwrap_model(model).parameters())
         val = float(loss.detach())
         if not finite(val):
             raise NeuralSimError(f'loss became {val} at step {step}; lower lr or check data')
@@ -160,10 +166,15 @@ def train(cfg: NeuralSimConfig, clips: list[PairedClip], out: str | Path, resume
                                               'elapsed_s': time.perf_counter() - t0})
                 log(f'step {step}/{total} loss {last:.5f} {rate:.1f} samples/s')
             run_loss, run_n = 0.0, 0
-        if accel.is_main_process and (step % cfg.save_every == 0 or step == total):
-            _save(out, cfg, accel.unwrap_model(model), ema, opt, step, codec)
-        if accel.is_main_process and (step % cfg.sample_every == 0 or step == total):
-            _validation_sheet(out / 'samples' / f'step_{step:06d}.png', ema.model, cfg, codec,
+        save = step % cfg.save_every == 0 or step == total
+        sample = step % cfg.sample_every == 0 or step == total
+        if accel.is_main_process and (save or sample):
+            ema.copy_to(averaged.parameters())
+        if accel.is_main_process and save:
+            _save(out, cfg, accel.unwrap_model(model), averaged, ema.optimization_step, opt,
+                  step)
+        if accel.is_main_process and sample:
+            _validation_sheet(out / 'samples' / f'step_{step:06d}.png', averaged, cfg, codec,
                               val_batch)
             plot_loss(out / 'loss.csv', out / 'loss.png')
     accel.wait_for_everyone()
@@ -171,11 +182,11 @@ def train(cfg: NeuralSimConfig, clips: list[PairedClip], out: str | Path, resume
     return TrainResult(total, first, last, rate, out)
 
 
-def _save(out: Path, cfg: NeuralSimConfig, model: torch.nn.Module, ema: EMA,
-          opt: torch.optim.Optimizer, step: int, codec: LatentCodec | None) -> None:
-    NeuralSimPipeline(ema.model, cfg, codec=codec).save_pretrained(out)
-    save_train_state(out / 'train_state', model, ema.model, opt,
-                     {'step': step, 'ema_step': ema.step})
+def _save(out: Path, cfg: NeuralSimConfig, model: torch.nn.Module, averaged: torch.nn.Module,
+          ema_step: int, opt: torch.optim.Optimizer, step: int) -> None:
+    save_checkpoint(out, cfg, averaged, make_scheduler(cfg))
+    save_train_state(out / 'train_state', model, averaged, opt,
+                     {'step': step, 'ema_step': ema_step})
 
 
 @cli_main('comsim-neural-sim-train')

@@ -11,6 +11,7 @@ the progress. ``--resume`` continues from ``out/training_state`` with the saved 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 import sys
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from diffusers.training_utils import EMAModel
 from torch.utils.data import DataLoader
 
 from comsim_core.errors import cli_main
@@ -40,7 +42,6 @@ from ..model.policy import DiffusionPolicyModel
 from ..normalizer import PolicyNormalizer
 from ..schedulers import inference_scheduler, train_scheduler
 from .data_setup import DataSpec, PreparedData, prepare, stacked
-from .ema import EMA
 
 
 def lr_at(step: int, base: float, warmup: int, total: int) -> float:
@@ -49,6 +50,14 @@ def lr_at(step: int, base: float, warmup: int, total: int) -> float:
         return base * (step + 1) / warmup
     frac = (step - warmup) / max(1, total - warmup)
     return base * 0.5 * (1 + math.cos(math.pi * min(1.0, frac)))
+
+
+def policy_ema(averaged: torch.nn.Module, decay: float, warmup_steps: int) -> EMAModel:
+    """The weight average that gets deployed (Chi et al.): decay ``step / (warmup + step)``
+    up to ``decay`` (short memory while the weights move fast), constant without warm-up."""
+    return EMAModel(averaged.parameters(), decay=decay, use_ema_warmup=warmup_steps > 0,
+                    inv_gamma=max(warmup_steps, 1), power=1.0,
+                    min_decay=0.0 if warmup_steps > 0 else decay)
 
 
 def _to(batch: dict, device: torch.device) -> dict:
@@ -145,14 +154,18 @@ def train(config: PolicyConfig, specs: list[DataSpec], out: Path | str, resume: 
                                             stacked(data.train, 'action'))
     model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay)
-    ema = EMA(model, tc.ema_decay, tc.ema_warmup_steps)
+    # `ema` keeps the average; `averaged` is the model it is copied into to validate and save
+    # (its buffers, the normaliser's statistics, are the trained model's: fit before training).
+    averaged = copy.deepcopy(model).eval().requires_grad_(False)
     step, best, history = 0, float('inf'), []
     if resume:
         st = load_training_state(out, model, opt, device)
         from safetensors.torch import load_model  # noqa: PLC0415
-        load_model(ema.model, str(out / 'model.safetensors'), device=str(device))
+        load_model(averaged, str(out / 'model.safetensors'), device=str(device))
         step, best = int(st['step']), float(st['best_val_loss'])
         log(f'resumed from {out} at step {step}')
+    ema = policy_ema(averaged, tc.ema_decay, tc.ema_warmup_steps)
+    ema.optimization_step = step
     loader, sampler, ds = make_loader(data, config, device)
     sched = train_scheduler(config.scheduler)
     log(f'training {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters on '
@@ -172,7 +185,7 @@ def train(config: PolicyConfig, specs: list[DataSpec], out: Path | str, resume: 
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        ema.update(model, step)
+        ema.step(model.parameters())
         step += 1
         window_loss.append(loss.item())
         n_log += tc.batch_size
@@ -183,23 +196,27 @@ def train(config: PolicyConfig, specs: list[DataSpec], out: Path | str, resume: 
             record = {'step': step, 'loss': float(np.mean(window_loss)),
                       'lr': opt.param_groups[0]['lr'], 'samples_per_s': n_log / dt}
             window_loss, t_log, n_log = [], time.perf_counter(), 0
-        if data.val and (step % tc.val_every == 0 or step == tc.max_steps):
-            record.update({'step': step, **evaluate(ema.model, data.val, config, device)})
+        validate = bool(data.val) and (step % tc.val_every == 0 or step == tc.max_steps)
+        save = step % tc.checkpoint_every == 0 or step == tc.max_steps
+        if validate or save:
+            ema.copy_to(averaged.parameters())
+        if validate:
+            record.update({'step': step, **evaluate(averaged, data.val, config, device)})
             if record['val_loss'] < best:
                 best = record['val_loss']
-                save_pretrained(ema.model, out / 'best')
+                save_pretrained(averaged, out / 'best')
         if record:
             history.append(record)
             logf.write(json.dumps(record) + '\n')
             logf.flush()
             log(' '.join(f'{k}={v:.4g}' if isinstance(v, float) else f'{k}={v}'
                          for k, v in record.items()))
-        if step % tc.checkpoint_every == 0 or step == tc.max_steps:
-            save_pretrained(ema.model, out)
+        if save:
+            save_pretrained(averaged, out)
             save_training_state(out, model, opt, {'step': step, 'best_val_loss': best})
     logf.close()
     if not history:  # nothing to do (already at max_steps): still leave a checkpoint
-        save_pretrained(ema.model, out)
+        save_pretrained(averaged, out)
     losses = [h['loss'] for h in history if 'loss' in h]
     return {'steps': step, 'first_loss': first_loss, 'final_loss': losses[-1] if losses else None,
             'best_val_loss': best if best < float('inf') else None, 'history': history,
