@@ -1,7 +1,10 @@
 """Checkpoint directories: ``config.yaml`` + ``model.safetensors`` (+ ``training_state/``).
 
 ``save_pretrained``/``from_pretrained`` in the diffusers sense: the config travels with the
-weights, normalisation stats are buffers inside the weights, nothing is pickled. The optional
+weights, normalisation stats are buffers inside the weights, the image preprocessing is JSON in
+the weights' safetensors metadata, nothing is pickled. A checkpoint saved before the
+preprocessing was is read with the one it was trained with (its config's sizes, ImageNet
+statistics). The optional
 ``training_state/`` subdirectory (raw weights, optimiser moments as safetensors, counters as
 JSON) lets training resume; deploy code never reads it. Files are replaced atomically, so a
 crash while saving leaves the previous checkpoint readable.
@@ -10,18 +13,20 @@ crash while saving leaves the previous checkpoint readable.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import torch
 import yaml
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, load_model, save_file, save_model
 
+from comsim_core.checkpoint import replacing, write_text
 from comsim_core.errors import UserError
 
 from .config import ConfigError, PolicyConfig
 from .model.policy import DiffusionPolicyModel
+from .preprocessing import METADATA_KEY, ImagePreprocessor
 
 CONFIG = 'config.yaml'
 WEIGHTS = 'model.safetensors'
@@ -33,20 +38,15 @@ class CheckpointError(UserError, RuntimeError):
     fix: one line, exit code 2)."""
 
 
-def _tmp(path: Path) -> Path:
-    return path.with_name(f'.{path.name}.tmp{os.getpid()}')
-
-
 def save_pretrained(model: DiffusionPolicyModel, directory: Path | str) -> Path:
-    """Write config + weights (including normaliser stats) into ``directory``."""
+    """Write weights (with normaliser stats and preprocessing), then config, into
+    ``directory``, each file atomically."""
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp(directory / WEIGHTS)
-    save_model(model, str(tmp), metadata={'format': 'pt', 'kind': 'comsim_diffusion_policy'})
-    os.replace(tmp, directory / WEIGHTS)
-    tmp = _tmp(directory / CONFIG)
-    model.config.to_yaml(tmp)
-    os.replace(tmp, directory / CONFIG)
+    with replacing(directory / WEIGHTS) as tmp:
+        save_model(model, str(tmp), metadata={'format': 'pt', 'kind': 'comsim_diffusion_policy',
+                                              METADATA_KEY: model.preprocessor.to_json()})
+    with replacing(directory / CONFIG) as tmp:
+        model.config.to_yaml(tmp)
     return directory
 
 
@@ -65,14 +65,37 @@ def load_config(directory: Path | str) -> PolicyConfig:
     return config
 
 
+def load_preprocessor(directory: Path | str, config: PolicyConfig) -> ImagePreprocessor:
+    """The image preprocessing saved with the weights; it must agree with the sizes in the
+    config beside them."""
+    weights = Path(directory) / WEIGHTS
+    try:
+        with safe_open(str(weights), 'pt') as f:
+            saved = (f.metadata() or {}).get(METADATA_KEY)
+    except SafetensorError as exc:
+        raise CheckpointError(f'{weights}: not a safetensors file: {exc}') from exc
+    if saved is None:
+        return ImagePreprocessor.from_config(config)   # saved before it was
+    try:
+        pre = ImagePreprocessor.from_json(saved)
+    except ValueError as exc:
+        raise CheckpointError(f'{weights}: bad {METADATA_KEY} metadata: {exc}') from exc
+    if pre.image_size != tuple(config.image_size) or pre.crop_size != tuple(config.crop_size):
+        raise CheckpointError(f'{weights}: its {METADATA_KEY} does not fit {CONFIG}: image_size '
+                              f'{list(pre.image_size)} vs {list(config.image_size)}, crop_size '
+                              f'{list(pre.crop_size)} vs {list(config.crop_size)}')
+    return pre
+
+
 def from_pretrained(directory: Path | str, device: str | torch.device = 'cpu'
                     ) -> DiffusionPolicyModel:
-    """Rebuild the model from ``config.yaml`` and load ``model.safetensors`` strictly."""
+    """Rebuild the model from ``config.yaml`` and load ``model.safetensors`` (weights and
+    preprocessing) strictly."""
     directory = Path(directory)
     config = load_config(directory)
     if not (directory / WEIGHTS).exists():
         raise CheckpointError(f'{directory}: {CONFIG} present but {WEIGHTS} is missing')
-    model = DiffusionPolicyModel(config)
+    model = DiffusionPolicyModel(config, load_preprocessor(directory, config))
     try:
         missing, unexpected = load_model(model, str(directory / WEIGHTS), strict=False,
                                          device=str(device))
@@ -89,18 +112,12 @@ def save_training_state(directory: Path | str, model: torch.nn.Module,
                         optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
     """Raw (non-EMA) weights, optimiser tensors and JSON counters under training_state/."""
     d = Path(directory) / TRAIN_DIR
-    d.mkdir(parents=True, exist_ok=True)
-    for name, obj in (('model.safetensors', model),):
-        tmp = _tmp(d / name)
-        save_model(obj, str(tmp))
-        os.replace(tmp, d / name)
+    with replacing(d / 'model.safetensors') as tmp:
+        save_model(model, str(tmp))
     tensors, meta = _flatten_optimizer(optimizer.state_dict())
-    tmp = _tmp(d / 'optimizer.safetensors')
-    save_file(tensors, str(tmp))
-    os.replace(tmp, d / 'optimizer.safetensors')
-    tmp = _tmp(d / 'state.json')
-    tmp.write_text(json.dumps({**state, 'optimizer_meta': meta}, indent=1), encoding='utf8')
-    os.replace(tmp, d / 'state.json')
+    with replacing(d / 'optimizer.safetensors') as tmp:
+        save_file(tensors, str(tmp))
+    write_text(d / 'state.json', json.dumps({**state, 'optimizer_meta': meta}, indent=1))
 
 
 def has_training_state(directory: Path | str) -> bool:

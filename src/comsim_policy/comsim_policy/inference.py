@@ -2,11 +2,12 @@
 
 The runner owns everything between raw robot observations and joint targets: it checks the
 robot matches the checkpoint (joint names, camera topics, native image sizes), resizes and
-centre-crops images exactly as training did, normalises, runs DDIM, and unnormalises (through
-``model.fast.FastSampler`` unless ``fast=False``: same weights and maths, ~2-3x less CPU time
-per chunk; ``fast=False`` is the plain ``DiffusionPolicyModel.sample`` reference path). Row
-``config.n_obs_steps - 1`` of the returned sequence is the step of the latest observation;
-``execute_slice`` picks the ``n_action_steps`` rows a controller should run.
+centre-crops images with the checkpoint's ``ImagePreprocessor`` (training's own), normalises,
+runs DDIM, and unnormalises (through ``model.fast.FastSampler`` unless ``fast=False``: same
+weights and maths, ~2-3x less CPU time per chunk; ``fast=False`` is the plain
+``DiffusionPolicyModel.sample`` reference path). Row ``config.n_obs_steps - 1`` of the returned
+sequence is the step of the latest observation; ``execute_slice`` picks the ``n_action_steps``
+rows a controller should run.
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ import torch
 
 from .checkpoint import from_pretrained
 from .config import PolicyConfig
-from .data.augment import crop
-from .data.episode_arrays import resize
 from .model.fast import FastSampler
 from .model.policy import DiffusionPolicyModel
 from .schedulers import inference_scheduler
@@ -135,8 +134,7 @@ class PolicyRunner:
             if want is not None and list(frames.shape[1:3]) != list(want):
                 raise PolicyMismatchError(f'{cam}: images are {frames.shape[1]}x{frames.shape[2]}'
                                           f' but the policy was trained on {want[0]}x{want[1]}')
-            small = np.stack([resize(f, cfg.image_size) for f in frames])
-            small = crop(small, cfg.crop_size)
+            small = self.model.preprocessor(frames)
             tensor = torch.from_numpy(np.ascontiguousarray(small)).permute(0, 3, 1, 2)
             out[key] = tensor.unsqueeze(0).to(self.device)
         return out, torch.from_numpy(state).unsqueeze(0).to(self.device)

@@ -13,7 +13,7 @@ import torch
 from torch.utils.data import Dataset
 
 from ..config import PolicyConfig
-from .augment import crop
+from ..preprocessing import ImagePreprocessor
 from .episode_arrays import EpisodeArrays
 
 
@@ -26,6 +26,7 @@ class WindowDataset(Dataset):
             raise ValueError('WindowDataset needs at least one episode')
         self.episodes = episodes
         self.config = config
+        self.preprocessor = ImagePreprocessor.from_config(config)
         self.train = train
         self.seed = seed
         self._epoch_rng = np.random.default_rng(seed)
@@ -55,7 +56,7 @@ class WindowDataset(Dataset):
         rng = self._rng()
         images = {}
         for key, topic in zip(c.camera_keys, c.camera_topics, strict=True):
-            frames = crop(ep.images[topic][obs_idx], c.crop_size, rng)
+            frames = self.preprocessor.crop(ep.images[topic][obs_idx], rng)
             images[key] = torch.from_numpy(np.ascontiguousarray(frames)).permute(0, 3, 1, 2)
         return {'images': images,
                 'state': torch.from_numpy(np.asarray(ep.state[obs_idx], dtype=np.float32)),

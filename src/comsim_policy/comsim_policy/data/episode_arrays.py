@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import cv2
 import numpy as np
 
 from comsim_core.episodes import Episode
@@ -19,6 +18,7 @@ from comsim_core.episodes.sidecar import counts_as_success, read_sidecar
 from comsim_core.errors import UserError
 
 from ..config import DEFAULT_JOINTS, PolicyConfig
+from ..preprocessing import ImagePreprocessor
 
 SOURCES = ('real', 'sim', 'pseudo_real')
 
@@ -59,15 +59,6 @@ def episode_source(metadata: dict, override: str | None = None) -> str:
     return src
 
 
-def resize(img: np.ndarray, size: list[int] | tuple[int, int]) -> np.ndarray:
-    """RGB uint8 (H, W, 3) -> (size[0], size[1], 3); area filter when shrinking."""
-    h, w = int(size[0]), int(size[1])
-    if img.shape[:2] == (h, w):
-        return np.ascontiguousarray(img)
-    interp = cv2.INTER_AREA if img.shape[0] > h else cv2.INTER_LINEAR
-    return cv2.resize(img, (w, h), interpolation=interp)
-
-
 def _reorder(names: list[str] | None, wanted: list[str], what: str, path: Path) -> list[int]:
     names = list(names) if names is not None else list(DEFAULT_JOINTS)
     missing = [n for n in wanted if n not in names]
@@ -87,6 +78,7 @@ def load_episode_arrays(path: Path | str, config: PolicyConfig, source: str | No
         c_order = None
         if cmd_topic is not None:
             c_order = _reorder(ep.commands(cmd_topic).names, config.joint_names, cmd_topic, path)
+        pre = ImagePreprocessor.from_config(config)
         images: dict[str, list[np.ndarray]] = {c: [] for c in config.camera_topics}
         native: dict[str, list[int]] = {}
         states, cmds, ts = [], [], []
@@ -95,7 +87,7 @@ def load_episode_arrays(path: Path | str, config: PolicyConfig, source: str | No
         for frame in stream:
             for cam, img in frame.images.items():
                 native.setdefault(cam, [int(img.shape[0]), int(img.shape[1])])
-                images[cam].append(resize(img, config.image_size))
+                images[cam].append(pre.resize(img))
             states.append(frame.joint_position[j_order])
             cmd = frame.command
             ok = cmd is not None and c_order is not None and cmd.shape[0] > max(c_order)
@@ -143,4 +135,3 @@ def find_episodes(root: Path | str) -> list[Path]:
     if not root.is_dir():
         raise EpisodeDataError(f'no episode directory at {root}')
     return sorted(p for p in root.iterdir() if p.is_dir() and episode_exists(p))
-

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
+from comsim_core.episodes import find_episodes
 from comsim_core.errors import cli_main
 
-from ..data.augment import crop
-from ..data.episode_arrays import find_episodes, resize
 from ..inference import PolicyRunner, limit_cpu_threads
+from ..preprocessing import ImagePreprocessor
 
 
 def native_episode(path: Path, config) -> dict:
@@ -84,14 +84,16 @@ def replay(runner: PolicyRunner, ep: dict, stride: int = 4, seed: int = 0) -> di
 
 
 def preprocessing_matches(runner: PolicyRunner, ep: dict) -> bool:
-    """The runner's resize + centre crop of native frames = the training pipeline's pixels."""
+    """The runner's pixels from native frames (the checkpoint's preprocessor, through its
+    input checks and tensor layout) = those training makes of them (the cache's resize, the
+    validation windows' centre crop)."""
     cfg = runner.config
+    training = ImagePreprocessor.from_config(cfg)
     t = min(1, len(ep['state']) - 1)
     images = {c: ep['images'][c][[t - 1 if t else 0, t]] for c in cfg.camera_topics}
     got, _ = runner.preprocess(images, ep['state'][[0, t]][-cfg.n_obs_steps:])
     for key, cam in zip(cfg.camera_keys, cfg.camera_topics, strict=True):
-        small = np.stack([resize(f, cfg.image_size) for f in images[cam]])  # what the cache holds
-        want = crop(small, cfg.crop_size)                                  # WindowDataset, val
+        want = training.crop(np.stack([training.resize(f) for f in images[cam]]))
         if not np.array_equal(got[key][0].permute(0, 2, 3, 1).cpu().numpy(), want):
             return False
     return True

@@ -2,7 +2,8 @@
 
 Training: actions are noised by the DDPM scheduler and the UNet predicts the noise, conditioned
 on the encoded observation window. Sampling: start from Gaussian noise and denoise with any
-diffusers scheduler (DDIM at deploy time). Images arrive already cropped (``data.augment``).
+diffusers scheduler (DDIM at deploy time). Images arrive resized and cropped by the model's
+``ImagePreprocessor``, which also scales and normalises them here (it is saved with the weights).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from torch import nn
 
 from ..config import PolicyConfig
 from ..normalizer import PolicyNormalizer
+from ..preprocessing import ImagePreprocessor
 from .unet1d import ConditionalUnet1D
 from .vision import ResNetEncoder
 
@@ -21,9 +23,11 @@ class DiffusionPolicyModel(nn.Module):
     """Batch layout: images {camera_key: (B, T_obs, 3, H, W) uint8}, state (B, T_obs, J),
     action (B, horizon, J); states and actions unnormalised (joint units)."""
 
-    def __init__(self, config: PolicyConfig) -> None:
+    def __init__(self, config: PolicyConfig, preprocessor: ImagePreprocessor | None = None
+                 ) -> None:
         super().__init__()
         self.config = config
+        self.preprocessor = preprocessor or ImagePreprocessor.from_config(config)
         m = config.model
         keys = config.camera_keys
         relu = m.encoder_head_relu
@@ -50,7 +54,7 @@ class DiffusionPolicyModel(nn.Module):
         parts = []
         for key in self.config.camera_keys:
             img = images[key]
-            x = img.reshape(b * t, *img.shape[2:]).float() / 255.0
+            x = self.preprocessor.normalise(img.reshape(b * t, *img.shape[2:]))
             fmt = memory_format or (torch.channels_last if x.device.type == 'cpu'
                                     else torch.contiguous_format)
             x = x.contiguous(memory_format=fmt)

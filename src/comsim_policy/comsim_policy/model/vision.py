@@ -58,14 +58,12 @@ class SpatialSoftmax(nn.Module):
 
 
 class ResNetEncoder(nn.Module):
-    """ResNet-18 (2-2-2-2 basic blocks) -> spatial softmax -> linear; images in [0, 1].
+    """ResNet-18 (2-2-2-2 basic blocks) -> spatial softmax -> linear, on images normalised by
+    the policy's ``ImagePreprocessor``.
 
     ``head_relu`` puts a ReLU after the linear (the original ComSim head; see
     ``ModelConfig.encoder_head_relu``).
     """
-
-    MEAN = (0.485, 0.456, 0.406)
-    STD = (0.229, 0.224, 0.225)
 
     def __init__(self, width: int = 64, num_keypoints: int = 32, out_dim: int | None = None,
                  head_relu: bool = False) -> None:
@@ -84,10 +82,7 @@ class ResNetEncoder(nn.Module):
         self.out_dim = out_dim or 2 * num_keypoints
         self.head = nn.Sequential(nn.Linear(2 * num_keypoints, self.out_dim),
                                   nn.ReLU() if head_relu else nn.Identity())
-        self.register_buffer('mean', torch.tensor(self.MEAN).view(1, 3, 1, 1), persistent=False)
-        self.register_buffer('std', torch.tensor(self.STD).view(1, 3, 1, 1), persistent=False)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        """(B, 3, H, W) float in [0, 1] -> (B, out_dim)."""
-        x = (images - self.mean) / self.std
-        return self.head(self.pool(self.stages(self.stem(x))))
+        """(B, 3, H, W) normalised float -> (B, out_dim)."""
+        return self.head(self.pool(self.stages(self.stem(images))))
