@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from comsim_core.episodes import find_episodes
+
 from ..config import PolicyConfig
 from ..data.cache import FrameCache
 from ..data.episode_arrays import (
@@ -18,7 +20,6 @@ from ..data.episode_arrays import (
     EpisodeArrays,
     EpisodeDataError,
     episode_success,
-    find_episodes,
 )
 from ..data.mixture import select_episodes, split_by_episode
 
