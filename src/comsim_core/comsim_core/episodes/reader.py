@@ -32,7 +32,7 @@ from .errors import (
 )
 from .images import compressed_to_rgb, image_to_rgb, stamp_ns
 from .meta import EpisodeMeta
-from .sidecar import load_yaml, sidecar_path
+from .sidecar import load_yaml, read_sidecar, sidecar_path
 from .types import Commands, Frame, JointStates, StreamInfo
 
 if TYPE_CHECKING:
@@ -352,11 +352,7 @@ def _sorted_joint_states(t_ns: np.ndarray, names: list[str],
 
 def _load_metadata(path: Path) -> dict[str, Any]:
     """episode.yaml content, plus the bag's custom_data under ``bag_custom_data``."""
-    meta: dict[str, Any] = {}
-    side = sidecar_path(path)
-    if side.exists():
-        loaded = load_yaml(side.read_text(encoding='utf8'))
-        meta = loaded if isinstance(loaded, dict) else {}
+    meta = dict(read_sidecar(path) or {})
     info = load_yaml((path / 'metadata.yaml').read_text(encoding='utf8')) or {}
     custom = (info.get('rosbag2_bagfile_information') or {}).get('custom_data') or {}
     meta['bag_custom_data'] = custom
