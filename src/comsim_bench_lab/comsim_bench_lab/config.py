@@ -17,7 +17,6 @@ import numpy as np
 from comsim_core.config import field_error, load_config
 from comsim_core.errors import UserError
 
-SHAPES = ('box', 'cylinder', 'sphere')
 Shape = Literal['box', 'cylinder', 'sphere']
 Vec2 = tuple[float, float]
 Vec3 = tuple[float, float, float]

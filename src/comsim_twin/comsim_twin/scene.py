@@ -22,7 +22,6 @@ from comsim_core.errors import UserError, load_yaml
 FORMAT = 'comsim-twin-scene/1'
 Shape = Literal['box', 'cylinder', 'bottle']
 TextureKind = Literal['none', 'checker', 'noise', 'stripes']
-SHAPES = get_args(Shape)
 TEXTURE_KINDS = get_args(TextureKind)
 Vec2 = tuple[float, float]
 Vec3 = tuple[float, float, float]
