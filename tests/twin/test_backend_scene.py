@@ -156,7 +156,7 @@ def test_textured_table_renders_differ_and_none_is_flat():
     ({'kind': 'checker', 'color2': [0.1, 0.2, 1.5]}, 'color2'),
     ({'kind': 'checker', 'scale': 0}, 'scale'),
     ({'kind': 'checker', 'scale': 'big'}, 'scale'),
-    ({'kind': 'checker', 'colour2': [0.1, 0.2, 0.3]}, 'unknown keys'),
+    ({'kind': 'checker', 'colour2': [0.1, 0.2, 0.3]}, r'unknown key\(s\) colour2'),
     ('checker', 'expected a mapping'),
 ])
 def test_bad_table_texture_is_named(texture, message):
