@@ -1,12 +1,12 @@
-"""Scene alignment accuracy against the bench lab's ground truth (issue 3, part 3).
+"""Scene alignment accuracy against the bench lab's ground truth.
 
 For several layouts (tasks x variants x seeds, ID and OOD regions) the bench lab renders each
 camera with its realism on; the frames are written as a small episode (EpisodeBagWriter) and
 align_episode reads that bag, as it would a recorded one. Cameras: the bench lab's TRUE
-calibration (camera_info) until the calibration stage's TwinCameras are passed with
---calibration DIR. Reports position/yaw/colour errors per object, and their summary.
+calibration (camera_info), so the figures measure alignment alone, not calibration. Reports
+position/yaw/colour errors per object, and their summary.
 
-    .venv/bin/python bench/alignment_accuracy.py [--seeds 3] [--backend projection|mujoco]
+    .venv/bin/python bench/alignment_accuracy.py [--seeds 2] [--backend projection|mujoco]
         [--out bench/results/alignment_accuracy.json]
 """
 from __future__ import annotations

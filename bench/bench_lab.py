@@ -1,4 +1,4 @@
-"""Bench lab benchmark (issue 2, section 7): render frames/s per camera with the realism profile
+"""Bench lab benchmark: render frames/s per camera with the realism profile
 on and off (off = plain MuJoCo rendering of the same scene, the baseline, same process), physics
 steps/s, the real-time factor of the lab loop (physics + joint states at 200 Hz + two cameras at
 30 Hz, no ROS), and expert success rates.

@@ -1,4 +1,4 @@
-"""Calibration accuracy on the bench lab (issue 3): capture a calibration session with the
+"""Calibration accuracy on the bench lab: capture a calibration session with the
 realism profile, calibrate it with comsim_twin.calibration, compare with the lab's true cameras.
 
 Per camera: mean / RMS reprojection error, K error, distortion error (pixel displacement between

@@ -1,4 +1,4 @@
-"""Neural-sim quality per prediction target at the same training budget (issue 4).
+"""Neural-sim quality per prediction target at the same training budget.
 
 Trains the default CPU config for ``--steps`` on paired episodes (all but the last; one camera)
 once per ``--prediction`` and scores each on the held-out last episode: PSNR/SSIM of composed,

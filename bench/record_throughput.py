@@ -1,4 +1,4 @@
-"""Recording benchmark (issue 2, section 7).
+"""Recording benchmark.
 
 Live: 2 cameras 640x480 rgb8 @ 30 Hz + joint states @ 500 Hz + commands @ 100 Hz for
 `--duration` s, each publisher its own process over DDS, recorded by the real recorder node in

@@ -1,4 +1,4 @@
-"""Replay throughput (issue 3): frames/s of a full twin replay (physics, bag read and write,
+"""Replay throughput: frames/s of a full twin replay (physics, bag read and write,
 renders) against raw MuJoCo rendering of the same scene in the same process (the ceiling).
 
 The raw loop draws the replay's own frames (each camera at each recorded image, the scene in the

@@ -1,4 +1,4 @@
-"""Twin render benchmark (issue 3): frames/s per camera of MujocoTwin.render (padded pinhole
+"""Twin render benchmark: frames/s per camera of MujocoTwin.render (padded pinhole
 render + lens distortion remap), its pinhole view and segmentation, against raw MuJoCo
 rendering (mujoco.Renderer on the same model, same process, no distortion, at W x H and at the
 padded size). Synthetic scene (no bench lab): arm, table, three objects, two cameras.
