@@ -48,6 +48,9 @@ def test_unattended_episode_over_dds(tmp_path):
     with Episode.open(result.path) as ep:
         assert ep.metadata['status'] == 'complete' and ep.metadata['success'] is True
         assert ep.metadata['metadata']['task'] == 'move_card'
+        # The runner labels the episode with typed fields, not free-text notes.
+        assert (ep.meta.task, ep.meta.seed, ep.meta.region, ep.meta.source) == \
+            ('move_card', result.seed, 'id', 'real')
         calib = ep.metadata['metadata']['calibration']
         assert '/cameras/front/camera_info' in calib  # the calibration in use is stored
         streams = ep.streams

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 os.environ.setdefault('MUJOCO_GL', 'egl')
+from comsim_core.episodes import PARTIAL_DIR
 from comsim_core.episodes.reader import Episode
 from comsim_core.tasks.programs import parse_program
 from comsim_twin.generation.config import GenerationConfig
 from comsim_twin.generation.runner import DISCARDED_DIR, generate
-from comsim_twin.generation.writer import PARTIAL_DIR
 from fixtures.twin_scenes import base_scene
 
 TASKS = ('stack_blocks', 'move_card', 'shake_bottle')

@@ -92,3 +92,9 @@ def test_readme_test_command_is_what_ci_runs():
     ci = (ROOT / '.ci' / 'run').read_text()
     assert 'scripts/test.sh' in ci
     assert 'scripts/test.sh' in readme and 'scripts/main_job.sh' in readme
+
+
+def test_test_files_have_unique_basenames():
+    """pytest imports test files by basename (no __init__.py): a repeated name breaks collection."""
+    names = [p.name for p in (ROOT / 'tests').rglob('test_*.py')]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
