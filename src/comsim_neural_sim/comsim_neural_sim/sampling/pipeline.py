@@ -16,6 +16,7 @@ from ..checkpoint import (
     check_saved_transformer,
     check_transformer,
     load_config,
+    save_checkpoint,
     transformer_from_config,
 )
 from ..config import NeuralSimConfig
@@ -53,10 +54,8 @@ class NeuralSimPipeline:
         return pipe.to(device or ('cuda' if torch.cuda.is_available() else 'cpu'))
 
     def save_pretrained(self, path: str | Path) -> None:
-        path = Path(path)
-        self.config.save(path)
-        self.transformer.save_pretrained(path / 'transformer', safe_serialization=True)
-        self.scheduler.save_pretrained(path / 'scheduler')
+        """Config, transformer and scheduler, staged so a crash keeps the old checkpoint."""
+        save_checkpoint(path, self.config, self.transformer, self.scheduler)
 
     def to(self, device: str | torch.device) -> NeuralSimPipeline:
         self.transformer.to(device)
