@@ -212,7 +212,41 @@ def test_setup_file_and_board_checks(tmp_path):
         ChessBoard(8, 6, 0.03)
     bad = tmp_path / 'cal.yaml'
     bad.write_text('board: {squares_x: 9, squares_y: 6}\n')
-    with pytest.raises(CalibrationError, match='missing key board.square_size'):
+    with pytest.raises(CalibrationError, match=r"cal.yaml: board: missing key 'square_size'"):
         load_calibration_setup(bad)
     with pytest.raises(CalibrationError, match='unknown board placement'):
         setup.placement('nowhere')
+
+
+@pytest.mark.parametrize('text,message', [
+    ('placements: []\n', r"cal.yaml: missing key 'board'"),
+    ('board: {squares_x: 9, squares_y: 6, square_size: 0.04, thick: 0.004}\n',
+     r'cal.yaml: board: unknown key\(s\) thick'),
+    ('board: {squares_x: 9, squares_y: 6, square_size: 0.04}\n'
+     'placements: [{name: a, xy: [0.2], yaw: 0.0}]\n',
+     r'cal.yaml: placements\[0\].xy: expected a list of 2 numbers, got \[0.2\]'),
+    ('board: {squares_x: 9, squares_y: 6, square_size: 0.04}\n'
+     'placements: [{name: a, xy: [0.2, 0.1]}]\n',
+     r"cal.yaml: placements\[0\]: missing key 'yaw'"),
+    ('board: {squares_x: 9, squares_y: 6, square_size: 0.04}\n'
+     'placements: [{name: a, xy: [0.2, 0.1], yaw: 0}, {name: a, xy: [0.3, 0.1], yaw: 0}]\n',
+     r'cal.yaml: placements: placement name\(s\) a given more than once'),
+    ('board: {squares_x: 8, squares_y: 6, square_size: 0.04}\n',
+     r'cal.yaml: board: .*must be odd'),
+])
+def test_bad_setup_file_names_the_key(tmp_path, text, message):
+    bad = tmp_path / 'cal.yaml'
+    bad.write_text(text)
+    with pytest.raises(CalibrationError, match=message):
+        load_calibration_setup(bad)
+
+
+def test_setup_places_the_board_at_its_yaw_on_the_table_top(tmp_path):
+    path = tmp_path / 'cal.yaml'
+    path.write_text('board: {squares_x: 9, squares_y: 6, square_size: 0.04, thickness: 0.004}\n'
+                    'table_top_z: 0.01\n'
+                    'placements: [{name: turned, xy: [0.2, -0.1], yaw: 1.5707963267948966}]\n')
+    T = load_calibration_setup(path).placement('turned')
+    np.testing.assert_allclose(T[:3, 3], [0.2, -0.1, 0.014])
+    np.testing.assert_allclose(T[:3, 0], [0, 1, 0], atol=1e-12)      # board x along base +y
+    np.testing.assert_allclose(T[:3, 2], [0, 0, -1], atol=1e-12)     # z into the table

@@ -18,7 +18,8 @@ _SUBPIX = (cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 60, 1e-4)
 
 @dataclass(frozen=True)
 class ChessBoard:
-    """A chessboard of squares_x x squares_y squares; corners are the inner ones."""
+    """A chessboard of squares_x x squares_y squares; corners are the inner ones. Also the
+    schema of the `board:` mapping in the calibration setup and a session's episode.yaml."""
 
     squares_x: int
     squares_y: int
@@ -58,22 +59,6 @@ class ChessBoard:
         return {'name': self.name, 'squares_x': self.squares_x, 'squares_y': self.squares_y,
                 'square_size': self.square_size, 'thickness': self.thickness,
                 'margin': self.margin}
-
-    @classmethod
-    def from_dict(cls, data: dict, source: str = '<dict>') -> 'ChessBoard':
-        if not isinstance(data, dict):
-            raise CalibrationError(f'{source}: board must be a mapping')
-        for key in ('squares_x', 'squares_y', 'square_size'):
-            if key not in data:
-                raise CalibrationError(f'{source}: missing key board.{key}')
-        try:
-            return cls(int(data['squares_x']), int(data['squares_y']),
-                       float(data['square_size']), float(data.get('thickness', 0.0)),
-                       float(data.get('margin', 0.0)), str(data.get('name', 'chessboard')))
-        except (TypeError, ValueError) as exc:
-            if isinstance(exc, CalibrationError):
-                raise
-            raise CalibrationError(f'{source}: board: {exc}') from exc
 
 
 def to_gray(image: np.ndarray) -> np.ndarray:

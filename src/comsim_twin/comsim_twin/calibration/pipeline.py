@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from comsim_core.config import load_config
 from comsim_core.episodes import Episode
 from comsim_core.paths import resolve_config_path
 
@@ -36,8 +37,9 @@ def calibrate_from_bag(bag_path: str | Path, out_dir: str | Path,
         cams = meta.get('cameras')
         if not isinstance(cams, dict) or not cams:
             raise CalibrationError(f'{where}: missing key cameras (not a calibration session?)')
-        board = ChessBoard.from_dict(meta['board'], where) if 'board' in meta else setup.board
-        if board.to_dict() != setup.board.to_dict():
+        board = (load_config(meta['board'], ChessBoard, name=where, where='board',
+                             error=CalibrationError) if 'board' in meta else setup.board)
+        if board != setup.board:
             raise CalibrationError(f'{where}: board {board.to_dict()} differs from the setup '
                                    f'{setup.source} board {setup.board.to_dict()}')
         for cam, info in cams.items():

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import yaml
+
+from comsim_core.config import field_error, load_config
 
 from .board import ChessBoard
 from .errors import CalibrationError
@@ -27,6 +28,38 @@ class CalibrationSetup:
         return self.placements[name]
 
 
+@dataclass(frozen=True)
+class PlacementEntry:
+    """One place on the table where the board lies flat: its first inner corner's (x, y) in
+    the base frame and the yaw of its x axis about +z."""
+
+    name: str
+    xy: tuple[float, float]
+    yaw: float
+
+
+@dataclass(frozen=True)
+class CalibrationSetupFile:
+    """config/twin/calibration.yaml as written; its annotations are the schema."""
+
+    board: ChessBoard
+    table_top_z: float = 0.0
+    placements: list[PlacementEntry] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        names = [p.name for p in self.placements]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:   # a view names its placement: two poses under one name are ambiguous
+            raise field_error(CalibrationError, 'placements',
+                              f'placement name(s) {", ".join(twice)} given more than once')
+
+    def setup(self, source: str) -> CalibrationSetup:
+        """The setup in poses: the printed face lies one board thickness above the table."""
+        z = self.table_top_z + self.board.thickness
+        return CalibrationSetup(self.board, {p.name: flat_board_pose(*p.xy, z, p.yaw)
+                                             for p in self.placements}, source)
+
+
 def flat_board_pose(x: float, y: float, z: float, yaw: float) -> np.ndarray:
     """T_base_board of a board lying printed face up: x axis at ``yaw`` about +z, z axis down
     (into the printed face), origin (first inner corner) at (x, y, z)."""
@@ -37,24 +70,10 @@ def flat_board_pose(x: float, y: float, z: float, yaw: float) -> np.ndarray:
     return T
 
 
-def setup_from_dict(data: dict, source: str = '<dict>') -> CalibrationSetup:
-    if not isinstance(data, dict) or 'board' not in data:
-        raise CalibrationError(f'{source}: missing key board')
-    board = ChessBoard.from_dict(data['board'], source)
-    z = float(data.get('table_top_z', 0.0)) + board.thickness
-    placements: dict[str, np.ndarray] = {}
-    for i, p in enumerate(data.get('placements') or []):
-        try:
-            placements[str(p['name'])] = flat_board_pose(float(p['xy'][0]), float(p['xy'][1]),
-                                                         z, float(p['yaw']))
-        except (KeyError, TypeError, IndexError, ValueError) as exc:
-            raise CalibrationError(f'{source}: placements[{i}] needs name, xy [x, y] and yaw '
-                                   f'({type(exc).__name__}: {exc})') from None
-    return CalibrationSetup(board, placements, source)
-
-
 def load_calibration_setup(path: str | Path) -> CalibrationSetup:
     path = Path(path)
     if not path.exists():
         raise CalibrationError(f'calibration setup {path} not found')
-    return setup_from_dict(yaml.safe_load(path.read_text(encoding='utf-8')), str(path))
+    file = load_config(path, CalibrationSetupFile, what='calibration setup',
+                       error=CalibrationError)
+    return file.setup(str(path))
