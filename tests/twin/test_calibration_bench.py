@@ -13,16 +13,22 @@ import numpy as np
 import pytest
 import yaml
 
-from comsim_bench_lab.calibration_rig import capture_calibration
-from comsim_bench_lab.config import LabConfig
+from comsim_bench_lab.calibration_rig import capture_calibration, load_setup
+from comsim_bench_lab.config import LabConfig, LabConfigError, LabConfigKeyError
 from comsim_bench_lab.lab import BenchLab
 from comsim_core.episodes import Episode
-from comsim_twin.calibration import CalibrationError, calibrate_from_bag, load_twin_camera
+from comsim_twin.calibration import (
+    CalibrationError,
+    calibrate_from_bag,
+    load_calibration_setup,
+    load_twin_camera,
+)
 from comsim_twin.calibration.extrinsics import pose_difference
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / 'config' / 'bench_lab' / 'lab.yaml'
 REALISM = ROOT / 'config' / 'bench_lab' / 'realism.yaml'
+SETUP = ROOT / 'config' / 'twin' / 'calibration.yaml'
 VIEWS = 10
 
 
@@ -76,3 +82,26 @@ def test_session_without_sidecar_views_is_a_clear_error(session, tmp_path):
     (copy / 'episode.yaml').write_text(yaml.safe_dump(meta))
     with pytest.raises(CalibrationError, match='missing key cameras'):
         calibrate_from_bag(copy, tmp_path / 'out')
+
+
+def test_lab_and_twin_read_the_public_setup_alike():
+    """Two readers of one file (the lab imports no twin code): the same board, the same poses."""
+    board, placements = load_setup(SETUP)
+    twin = load_calibration_setup(SETUP)
+    assert (board.name, board.squares_x, board.squares_y, board.square_size, board.thickness,
+            board.margin) == tuple(twin.board.to_dict()[k] for k in (
+                'name', 'squares_x', 'squares_y', 'square_size', 'thickness', 'margin'))
+    assert [p.name for p in placements] == list(twin.placements)
+    for p in placements:
+        np.testing.assert_allclose(p.T_base_board, twin.placements[p.name], atol=1e-15)
+
+
+def test_lab_refuses_a_bad_setup_naming_the_key(tmp_path):
+    bad = tmp_path / 'cal.yaml'
+    bad.write_text('board: {squares_x: 9, squares_y: 6}\n')
+    with pytest.raises(LabConfigKeyError, match=r"cal.yaml: board: missing key 'square_size'"):
+        load_setup(bad)
+    bad.write_text('board: {squares_x: 9, squares_y: 6, square_size: 0.04}\n'
+                   'placements: [{name: a, xy: [0.2, 0.1], yaw: fast}]\n')
+    with pytest.raises(LabConfigError, match=r"placements\[0\].yaw: expected a number"):
+        load_setup(bad)

@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import argparse
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import cv2
 import mujoco
 import numpy as np
-import yaml
 
 from comsim_bench_lab.cameras import LensModel, calibration_of
-from comsim_bench_lab.config import CameraConfig, LabConfig
+from comsim_bench_lab.config import CameraConfig, LabConfig, LabConfigError, LabConfigKeyError
 from comsim_bench_lab.postprocess import SensorModel
 from comsim_bench_lab.realism import RealismProfile
 from comsim_bench_lab.scene import (
@@ -35,6 +34,7 @@ from comsim_bench_lab.scene import (
     add_robot,
     lab_spec,
 )
+from comsim_core.config import load_config
 from comsim_core.episodes.encode import rgb8_image_cdr
 from comsim_core.episodes.sidecar import write_sidecar
 from comsim_core.episodes.topics import TopicSpec
@@ -51,14 +51,15 @@ _SQUARE_HALF_T = 1e-4                # black squares: 0.2 mm thick, face 0.1 mm 
 
 @dataclass(frozen=True)
 class Board:
-    """The physical board (parsed here so the lab does not depend on twin code)."""
+    """The physical board, read from the public setup's `board:` mapping with the lab's own
+    schema: the lab is a separate party from the twin and imports none of its code."""
 
-    name: str
     squares_x: int
     squares_y: int
     square_size: float
-    thickness: float
-    margin: float
+    thickness: float = 0.0
+    margin: float = 0.0
+    name: str = 'chessboard'
 
     def corners(self) -> np.ndarray:
         """(N, 3) inner corners in the board frame, row-major (the twin's order)."""
@@ -72,32 +73,35 @@ class Board:
 
 
 @dataclass(frozen=True)
+class PlacementEntry:
+    """Where the board lies flat on the table: first inner corner (x, y), yaw of its x axis."""
+
+    name: str
+    xy: tuple[float, float]
+    yaw: float
+
+
+@dataclass(frozen=True)
+class SetupFile:
+    """config/twin/calibration.yaml as the lab reads it (strict: a typo fails at load)."""
+
+    board: Board
+    table_top_z: float = 0.0
+    placements: list[PlacementEntry] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class Placement:
     name: str
     T_base_board: np.ndarray
 
 
-def load_setup(path: str | Path) -> tuple[Board, list[Placement], dict]:
+def load_setup(path: str | Path) -> tuple[Board, list[Placement]]:
     """Board and table placements from the public calibration setup (calibration.yaml)."""
-    data = yaml.safe_load(Path(path).read_text(encoding='utf-8'))
-    if not isinstance(data, dict) or 'board' not in data:
-        raise KeyError(f'{path}: missing key board')
-    b = data['board']
-    try:
-        board = Board(str(b.get('name', 'chessboard')), int(b['squares_x']), int(b['squares_y']),
-                      float(b['square_size']), float(b.get('thickness', 0.0)),
-                      float(b.get('margin', 0.0)))
-    except KeyError as exc:
-        raise KeyError(f'{path}: missing key board.{exc.args[0]}') from None
-    z = float(data.get('table_top_z', 0.0)) + board.thickness
-    placements = []
-    for i, p in enumerate(data.get('placements') or []):
-        try:
-            placements.append(Placement(str(p['name']),
-                                        flat_pose(p['xy'][0], p['xy'][1], z, p['yaw'])))
-        except (KeyError, TypeError, IndexError) as exc:
-            raise KeyError(f'{path}: placements[{i}] needs name, xy, yaw ({exc})') from None
-    return board, placements, data
+    file = load_config(path, SetupFile, what='calibration setup', error=LabConfigError,
+                       missing_error=LabConfigKeyError)
+    z = file.table_top_z + file.board.thickness
+    return file.board, [Placement(p.name, flat_pose(*p.xy, z, p.yaw)) for p in file.placements]
 
 
 def flat_pose(x: float, y: float, z: float, yaw: float) -> np.ndarray:
@@ -254,7 +258,7 @@ def capture_calibration(lab_config_path: str | Path, realism_path: str | Path | 
     if n_views < 1:
         raise ValueError(f'n_views must be >= 1, got {n_views}')
     setup_path = Path(setup_path) if setup_path else default_setup_path()
-    board, placements, _ = load_setup(setup_path)
+    board, placements = load_setup(setup_path)
     cfg = LabConfig.load(lab_config_path)
     realism = RealismProfile.load(realism_path) if realism_path else None
     cameras = list(cameras or cfg.cameras)
