@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import yaml
 
 from comsim_twin.alignment import AlignmentError, load_sheet
+from comsim_twin.alignment.cli import load_cameras
 from comsim_twin.alignment.colours import colour_distance, delta_e76, exposure_gain
 from comsim_twin.alignment.geometry import (
     camera_centre,
@@ -15,6 +17,7 @@ from comsim_twin.alignment.geometry import (
 )
 from comsim_twin.alignment.localise import wrap_yaw, yaw_period
 from comsim_twin.alignment.sheet import parse_sheet
+from comsim_twin.calibration import write_camera_yaml
 from comsim_twin.scene import TwinCamera
 
 
@@ -179,3 +182,33 @@ def test_generated_move_card_scene_draws_the_zone_it_checks():
         assert not mon.check(at)[0]
     plain = randomise(_marker_scene(False), 'move_card', cfg, 0, 'id')
     assert plain.scene.markers['target_zone'].size == cfg.task('move_card')['zone_half_size']
+
+
+def test_calibration_directory_reads_flat_and_calibrate_camera_files(tmp_path):
+    front = _cam('front', [1.0, 0.0, 0.6], [0.4, 0.0, 0.0])
+    side = _cam('side', [0.4, -0.9, 0.6], [0.4, 0.0, 0.0])
+    (tmp_path / 'front.yaml').write_text(yaml.safe_dump({**front.to_dict(),
+                                                         'topic': '/cameras/front/image_raw'}))
+    write_camera_yaml(tmp_path / 'side.yaml', 'side', side.width, side.height, side.K, side.D,
+                      side.T_base_camera)          # what comsim-calibrate writes
+    (tmp_path / 'notes.yaml').write_text('lab: notes\n')     # neither: not a camera
+    cams = load_cameras(tmp_path)
+    assert sorted(cams) == ['front', 'side']
+    assert cams['front'].topic == '/cameras/front/image_raw' and cams['side'].topic == ''
+    for got, want in ((cams['front'], front), (cams['side'], side)):
+        assert (got.width, got.height) == (want.width, want.height)
+        np.testing.assert_allclose(got.K, want.K)
+        np.testing.assert_allclose(got.D, want.D)
+        np.testing.assert_allclose(got.T_base_camera, want.T_base_camera)
+
+
+@pytest.mark.parametrize('change,message', [
+    ({'T_base_cam': [0.0] * 16}, r"front.yaml: unknown key\(s\) T_base_cam"),
+    ({'width': 'wide'}, r"front.yaml: width: expected an integer, got 'wide'"),
+    ({'D': [0.0] * 4}, r'front.yaml: D: expected a list of 5 numbers'),
+])
+def test_bad_flat_camera_file_names_the_key(tmp_path, change, message):
+    data = {**_cam('front', [1.0, 0.0, 0.6], [0.4, 0.0, 0.0]).to_dict(), **change}
+    (tmp_path / 'front.yaml').write_text(yaml.safe_dump(data))
+    with pytest.raises(AlignmentError, match=message):
+        load_cameras(tmp_path)

@@ -3,24 +3,31 @@
     python -m comsim_twin.alignment.cli EPISODE --calibration DIR --task T [--variant V]
         [--sheet config/twin/objects.yaml] [--renderer projection|mujoco] --out twin_scene.yaml
 
---calibration DIR holds the calibrated cameras: a twin scene YAML (its `cameras:` section) or
-one YAML per camera (width, height, K, D, T_base_camera, optional topic; name = file stem).
+--calibration DIR holds the calibrated cameras: a twin scene YAML (its `cameras:` section), one
+flat YAML per camera (width, height, K, D, T_base_camera, optional topic; name = file stem) or
+the camera_calibration YAML that comsim-calibrate writes (camera_matrix, ...; name = file stem).
 Writes the twin scene and, beside it, the alignment report (`<out stem>_alignment.yaml`).
 """
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
 import yaml
 
+from comsim_core.config import load_config
 from comsim_core.errors import cli_main, load_yaml
 from comsim_twin.alignment.align import align_episode
 from comsim_twin.alignment.errors import AlignmentError
 from comsim_twin.alignment.sheet import DEFAULT_SHEET, load_sheet
-from comsim_twin.scene import SceneError, TwinCamera, TwinScene, _plain
+from comsim_twin.calibration import CalibrationError, load_twin_camera
+from comsim_twin.scene import CameraEntry, SceneError, TwinCamera, TwinScene, _plain
+
+# a mapping with any of these keys is a flat per-camera file, read strictly as a CameraEntry
+CAMERA_KEYS = frozenset(f.name for f in fields(CameraEntry))
 
 
 def load_cameras(directory: str | Path) -> dict[str, TwinCamera]:
@@ -33,16 +40,16 @@ def load_cameras(directory: str | Path) -> dict[str, TwinCamera]:
         data = load_yaml(path, 'calibration file')
         if not isinstance(data, dict):
             continue
-        if 'cameras' in data and 'format' in data:
-            try:
+        try:
+            if 'cameras' in data and 'format' in data:
                 cams.update(TwinScene.from_dict(data, str(path)).cameras)
-            except SceneError as exc:
-                raise AlignmentError(str(exc)) from exc
-        elif {'K', 'D', 'T_base_camera', 'width', 'height'} <= set(data):
-            cams[path.stem] = TwinCamera(
-                path.stem, int(data['width']), int(data['height']),
-                np.asarray(data['K'], float).reshape(3, 3), np.asarray(data['D'], float),
-                np.asarray(data['T_base_camera'], float).reshape(4, 4), data.get('topic', ''))
+            elif 'camera_matrix' in data:
+                cams[path.stem] = load_twin_camera(path)
+            elif CAMERA_KEYS & set(data):
+                entry = load_config(data, CameraEntry, name=str(path), error=SceneError)
+                cams[path.stem] = entry.camera(path.stem)
+        except (SceneError, CalibrationError) as exc:
+            raise AlignmentError(str(exc)) from exc
     if not cams:
         raise AlignmentError(f'{directory}: no calibrated cameras (a twin scene YAML with '
                              f'cameras, or per-camera YAML with K, D, T_base_camera)')
