@@ -6,9 +6,10 @@ import pytest
 
 os.environ.setdefault('MUJOCO_GL', 'egl')
 
+from comsim_core.geometry import yaw_quat  # noqa: E402
 from comsim_twin.backends import make_backend  # noqa: E402
 from comsim_twin.backends.mujoco_backend import MujocoTwin, TwinNotBuiltError  # noqa: E402
-from comsim_twin.scene import TwinCamera, TwinObject, TwinScene  # noqa: E402
+from comsim_twin.scene import TwinCamera, TwinMarker, TwinObject, TwinScene  # noqa: E402
 
 
 def _camera() -> TwinCamera:
@@ -228,3 +229,20 @@ def test_step_commanded_equals_commanding_and_stepping_one_by_one():
     finally:
         a.close()
         b.close()
+
+
+def test_marker_yaw_turns_it_counter_clockwise_about_z():
+    """yaw_quat is MuJoCo's convention (w first, +yaw = x towards +y), so a marker's long side
+    points where its yaw says."""
+    yaw = 0.7
+    scene = _scene()
+    scene.markers = {'zone': TwinMarker('zone', [0.05, 0.01], [0.1, 0.8, 0.2], [0.4, 0.0], yaw)}
+    twin = make_backend('mujoco')
+    try:
+        twin.build(scene)
+        g = twin.model.geom('zone').id
+        np.testing.assert_allclose(twin.model.geom_quat[g], yaw_quat(yaw), atol=1e-12)
+        x_axis = twin.data.geom_xmat[g].reshape(3, 3)[:, 0]
+        np.testing.assert_allclose(x_axis, [np.cos(yaw), np.sin(yaw), 0.0], atol=1e-12)
+    finally:
+        twin.close()

@@ -14,6 +14,7 @@ import mujoco
 import numpy as np
 
 from comsim_core.camera import Lens, configure_camera
+from comsim_core.geometry import yaw_quat
 from comsim_twin.scene import TableTexture, TwinMarker, TwinObject, TwinScene
 
 ROBOT_PREFIX = 'robot/'
@@ -99,8 +100,7 @@ def _add_marker(spec: mujoco.MjSpec, marker: TwinMarker) -> None:
     geom.type = mujoco.mjtGeom.mjGEOM_BOX
     geom.size = [float(marker.size[0]), float(marker.size[1]), MARKER_HALF_THICKNESS]
     geom.pos = [float(marker.pos[0]), float(marker.pos[1]), MARKER_HALF_THICKNESS]
-    yaw = float(marker.yaw)
-    geom.quat = [float(np.cos(yaw / 2)), 0.0, 0.0, float(np.sin(yaw / 2))]
+    geom.quat = yaw_quat(float(marker.yaw)).tolist()
     geom.rgba = _rgba(marker.color)
     geom.contype = 0
     geom.conaffinity = 0
