@@ -44,16 +44,31 @@ def _evaluation(path):
     return load_config(str(path))
 
 
+def _calibration(path):
+    from comsim_twin.calibration.setup import load_calibration_setup
+    return load_calibration_setup(path)
+
+
 LOADERS = {'policy_train.yaml': _policy, 'policy_train_gpu.yaml': _policy,
            'policy_train_main_job.yaml': _policy, 'neural_sim.yaml': _neural_sim,
            'neural_sim_gpu.yaml': _neural_sim, 'bench_lab/lab.yaml': _lab,
            'bench_lab/realism.yaml': _realism, 'twin/generation.yaml': _generation,
-           'twin/objects.yaml': _sheet, 'evaluation.yaml': _evaluation}
+           'twin/objects.yaml': _sheet, 'evaluation.yaml': _evaluation,
+           'twin/calibration.yaml': _calibration}
+# Stored verbatim with every episode (the recorder's lab_config_file), read by people.
+FREE_FORM = {'lab_setup.yaml'}
 
 
 @pytest.mark.parametrize('name', sorted(LOADERS))
 def test_shipped_config_loads(name):
     assert LOADERS[name](ROOT / 'config' / name) is not None
+
+
+def test_every_structured_config_has_a_strict_loader():
+    """A YAML under config/ is either a node's ROS parameters or loaded strictly above."""
+    structured = {str(p.relative_to(ROOT / 'config')) for p in (ROOT / 'config').rglob('*.yaml')
+                  if 'ros__parameters' not in p.read_text()}
+    assert structured == set(LOADERS) | FREE_FORM
 
 
 def test_evaluation_defaults_are_the_files():
