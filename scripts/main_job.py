@@ -24,6 +24,7 @@ from pathlib import Path
 import rclpy
 import report
 
+from comsim_core.episodes import find_episodes
 from comsim_core.ros.episode_runner import EpisodeRunner
 from comsim_core.ros.graph import Graph, graph_from_launch
 from comsim_teleop.report.recording import summarise_recording
@@ -83,7 +84,7 @@ def twin_stage(out: Path, episodes_dir: Path, args) -> str:
     bag = capture_calibration(lab_yaml, realism, out / 'calibration_session', args.calib_views,
                               seed=0)
     capture_s = time.monotonic() - t0
-    episodes = sorted(p for p in episodes_dir.iterdir() if (p / 'metadata.yaml').exists())
+    episodes = find_episodes(episodes_dir)
     res = run_twin_stage(bag, episodes, out / 'twin', sim_per_task=args.sim_per_task,
                          log=lambda m: print(m, flush=True))
     scores = score_twin(LabConfig.load(lab_yaml),

@@ -13,13 +13,15 @@ from pathlib import Path
 
 import torch
 
+from comsim_core.episodes import find_episodes
+
 from .config import NeuralSimConfig
 from .data.clips import load_paired_dir
 from .errors import NeuralSimError
 from .evaluation.ablation import AblationResult, run_ablation
 from .evaluation.generated import GeneratedEvalResult, evaluate_generated
 from .training.train import train
-from .translate.episode import camera_topics, find_episodes, translate_dir
+from .translate.episode import camera_topics, translate_dir
 
 DEFAULT_TRAIN_STEPS = 600   # ~4-5 min for the default config on 2 cores, 1 thread
 # (sim episodes, output directory, cameras, frames per episode) -> ground-truth paired episodes
@@ -29,7 +31,7 @@ GroundTruthFn = Callable[[list[Path], Path, list[str], int], object]
 def _cameras(paired_dir: Path) -> list[str]:
     """Every camera of the paired episodes: the sim episodes to translate have them all."""
     from comsim_core.episodes import Episode  # noqa: PLC0415
-    eps = sorted(p.parent for p in paired_dir.rglob('metadata.yaml'))
+    eps = find_episodes(paired_dir)
     if not eps:
         raise NeuralSimError(f'no paired episodes (metadata.yaml) under {paired_dir}')
     with Episode.open(eps[0]) as ep:

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
-import yaml
+
+from comsim_core.episodes import EpisodeNotFoundError, find_episodes, read_meta
 
 from .config import PolicyConfig
-from .data.episode_arrays import EpisodeDataError, find_episodes
 from .training.data_setup import DataSpec
 from .training.train import train
 
@@ -89,7 +89,7 @@ def pseudo_real_available(pseudo_real_dir: Path | None) -> bool:
         return False
     try:
         return bool(find_episodes(pseudo_real_dir))
-    except EpisodeDataError:
+    except EpisodeNotFoundError:
         return False
 
 
@@ -97,9 +97,7 @@ def episode_tasks(real_dir: Path) -> list[str]:
     """Tasks of the recorded episodes (episode.yaml), in first-seen order."""
     tasks: list[str] = []
     for path in find_episodes(real_dir):
-        side = path / 'episode.yaml'
-        meta = yaml.safe_load(side.read_text()) if side.exists() else {}
-        task = ((meta or {}).get('metadata') or {}).get('task') or (meta or {}).get('task')
+        task = read_meta(path).task
         if task and task not in tasks:
             tasks.append(str(task))
     return tasks
@@ -163,7 +161,7 @@ def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
     try:
         if not find_episodes(real_dir):
             raise PolicyStageError(f'no real episodes under {real_dir}')
-    except EpisodeDataError as exc:
+    except EpisodeNotFoundError as exc:
         raise PolicyStageError(f'policy stage: {exc}') from exc
     cfg = load_stage_config(config)
     cfg.train.device = 'cpu' if cfg.train.device == 'auto' and not torch.cuda.is_available() \

@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import yaml
+
+from comsim_core.episodes import find_episodes
+from comsim_core.episodes.sidecar import read_sidecar
 
 from ..errors import MissingStreamError, NeuralSimError
 from ..training.report import save_sheet
@@ -51,16 +53,12 @@ class GeneratedEvalResult:
 
 
 def _sidecar(path: Path) -> dict:
-    side = path / 'episode.yaml'
-    data = yaml.safe_load(side.read_text()) if side.is_file() else None
-    return data if isinstance(data, dict) else {}
+    return read_sidecar(path) or {}
 
 
 def _episodes(directory: Path) -> list[Path]:
-    if (directory / 'metadata.yaml').is_file():
-        return [directory]
-    return sorted(p.parent for p in directory.rglob('metadata.yaml')
-                  if not any(part.startswith('.') for part in p.relative_to(directory).parts))
+    """Episodes under ``directory``; none when it does not exist (the caller names the role)."""
+    return find_episodes(directory) if directory.exists() else []
 
 
 def ground_truth_episodes(directory: str | Path) -> dict[str, Path]:
@@ -69,7 +67,7 @@ def ground_truth_episodes(directory: str | Path) -> dict[str, Path]:
     if not directory.is_dir():
         raise FileNotFoundError(f'no ground-truth directory at {directory}')
     out = {}
-    for ep in _episodes(directory):
+    for ep in _episodes(Path(directory)):
         side = _sidecar(ep)
         if side.get('ground_truth') == GROUND_TRUTH and side.get('status') == 'complete':
             out[str(side.get('sim_episode') or ep.name)] = ep

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from comsim_core.episodes import Episode
+from comsim_core.episodes import Episode, EpisodeMeta
 from comsim_core.episodes.sidecar import counts_as_success, read_sidecar
 from comsim_core.errors import UserError
 
@@ -52,8 +52,7 @@ class EpisodeArrays:
 
 def episode_source(metadata: dict, override: str | None = None) -> str:
     """real | sim | pseudo_real from ``override``, episode.yaml ``source``, or 'real'."""
-    src = override or metadata.get('source') or (metadata.get('metadata') or {}).get('source')
-    src = str(src or 'real')
+    src = str(override or EpisodeMeta.from_sidecar(metadata).source or 'real')
     if src not in SOURCES:
         raise EpisodeDataError(f'unknown episode source {src!r}; expected one of {SOURCES}')
     return src
@@ -120,18 +119,3 @@ def episode_success(path: Path | str) -> bool | None:
     """
     side = read_sidecar(Path(path))
     return None if side is None else counts_as_success(side)
-
-
-def episode_exists(path: Path | str) -> bool:
-    """A directory that looks like a recorded episode (bag metadata present)."""
-    return (Path(path) / 'metadata.yaml').exists()
-
-
-def find_episodes(root: Path | str) -> list[Path]:
-    """``root`` itself if it is an episode, else its episode subdirectories (sorted)."""
-    root = Path(root)
-    if episode_exists(root):
-        return [root]
-    if not root.is_dir():
-        raise EpisodeDataError(f'no episode directory at {root}')
-    return sorted(p for p in root.iterdir() if p.is_dir() and episode_exists(p))

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import yaml
+
+from comsim_core.episodes.sidecar import read_sidecar
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,9 @@ def load_sidecars(episodes_dir: Path) -> list[tuple[Path, dict]]:
     """(episode dir, episode.yaml) for every episode under `episodes_dir`, in name order."""
     out = []
     for d in sorted(Path(episodes_dir).iterdir()):
-        side = d / 'episode.yaml'
-        if d.is_dir() and side.exists():
-            out.append((d, yaml.safe_load(side.read_text())))
+        side = read_sidecar(d) if d.is_dir() else None
+        if side is not None:
+            out.append((d, side))
     return out
 
 
