@@ -47,10 +47,11 @@ def test_package_imports_only_what_its_layer_may(pkg):
 
 
 def test_bench_lab_is_imported_only_by_tests_benches_and_the_main_job():
-    users = [path for folder in ('src', 'scripts', 'launch', 'bench', 'tests')
+    users = [path for folder in ('src', 'scripts', 'launch', 'bench', 'fixtures', 'tests')
              for path in (ROOT / folder).rglob('*.py')
              if any(other == LAB for other, _ in comsim_imports(path))]
-    allowed = [ROOT / 'tests', ROOT / 'bench', ROOT / 'scripts', ROOT / 'src' / LAB]
+    allowed = [ROOT / 'tests', ROOT / 'bench', ROOT / 'fixtures', ROOT / 'scripts',
+               ROOT / 'src' / LAB]
     outside = [str(p.relative_to(ROOT)) for p in users
                if not any(p.is_relative_to(folder) for folder in allowed)]
     assert not outside, outside
@@ -61,3 +62,23 @@ def test_the_checker_sees_imports_inside_functions(tmp_path):
     f.write_text('def f():\n    from comsim_twin.scene import TwinScene\n    import comsim_policy\n'
                  'from . import sibling\n')
     assert comsim_imports(f) == {('comsim_twin', 2), ('comsim_policy', 3)}
+
+
+def test_benches_and_fixtures_do_not_reach_into_tests():
+    """bench/ and fixtures/ import what tests share from fixtures/, never from tests/."""
+    test_modules = {p.stem for p in (ROOT / 'tests').rglob('*.py')}
+    bad = []
+    for path in sorted([*(ROOT / 'bench').rglob('*.py'), *(ROOT / 'fixtures').rglob('*.py')]):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Constant) and node.value == 'tests':
+                bad.append(f'{path.relative_to(ROOT)}:{node.lineno} names tests/')
+                continue
+            else:
+                continue
+            bad += [f'{path.relative_to(ROOT)}:{node.lineno} imports {n}' for n in names
+                    if n.split('.')[0] in test_modules | {'tests'}]
+    assert not bad, '\n'.join(bad)
