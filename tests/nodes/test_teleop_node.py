@@ -129,8 +129,19 @@ def test_scripted_motion_survives_a_starved_teleop(ros_node, start_node, spin_un
     for a, b in stops:
         stopped |= (te > a) & (te <= b)
     assert len(stops) >= 8 and stopped.sum() > 100, (stops, stopped.sum())
-    # One-point commands leave the arm standing through each stop while the program moves on.
-    assert np.percentile(err[stopped], 95) < 0.03, (np.percentile(err[stopped], 95), t0 - t_start)
+    # One-point commands leave the arm standing through each stop while the program moves on:
+    # through the stops the arm follows the program closely and travels as far as it does.
+    inside = (t >= t0) & (t <= t0 + program.duration)
+    ref = np.stack([program.command(x - t0, q_start)[:6] for x in te])
+
+    def travel(path, a, b):   # joint-space path length (largest joint per sample step)
+        seg = path[(te > a) & (te <= b)]
+        return np.abs(np.diff(seg, axis=0)).max(axis=1).sum() if len(seg) > 1 else 0.0
+    arm = sum(travel(q[inside], a, b) for a, b in stops)
+    planned = sum(travel(ref, a, b) for a, b in stops)
+    assert planned > 0.2, planned   # the stops fall where the program moves
+    assert np.median(err[stopped]) < 0.01 and 0.8 < arm / planned < 1.25, \
+        (np.median(err[stopped]), np.percentile(err[stopped], 95), arm, planned, t0 - t_start)
 
     check = ros_node.create_client(Trigger, '/bench_lab/check_success')
     future = check.call_async(Trigger.Request())
