@@ -23,6 +23,7 @@ from comsim_core.paths import repo_root
 from comsim_core.ros.episode_runner import LAB_SOURCE, EpisodeRunner, RunnerError
 from comsim_core.ros.graph import Graph, NodeSpec, find_executable, graph_from_launch
 from comsim_core.ros.messages import LATCHED_QOS
+from comsim_core.statistics import wilson_interval
 
 DEPLOY_LAUNCH = 'launch/deploy.launch.py'
 CAMERAS = ['/cameras/front/image_raw', '/cameras/side/image_raw']
@@ -75,12 +76,13 @@ class Evaluation:
         return list(rows.values())
 
     def markdown(self) -> str:
-        lines = ['| checkpoint | task | region | variant | success | rate |',
-                 '|---|---|---|---|---|---|']
+        lines = ['| checkpoint | task | region | variant | success | rate | '
+                 '95 % interval (Wilson) |', '|---|---|---|---|---|---|---|']
         for row in self.table():
+            lo, hi = wilson_interval(row['successes'], row['rollouts'])
             lines.append(f"| {row['checkpoint']} | {row['task']} | {row['region']} | "
                          f"{row['variant']} | {row['successes']}/{row['rollouts']} | "
-                         f"{100 * row['success_rate']:.0f} % |")
+                         f"{100 * row['success_rate']:.0f} % | {100 * lo:.0f}–{100 * hi:.0f} % |")
         return '\n'.join(lines)
 
     def save(self, path: Path) -> Path:
