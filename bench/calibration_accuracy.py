@@ -21,8 +21,8 @@ from provenance import add_out_argument, machine, write_result
 from comsim_bench_lab.calibration_rig import capture_calibration
 from comsim_bench_lab.config import LabConfig
 from comsim_bench_lab.lab import BenchLab
+from comsim_core.geometry import pose_difference
 from comsim_twin.calibration import calibrate_from_bag, load_twin_camera
-from comsim_twin.calibration.extrinsics import pose_difference
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / 'config' / 'bench_lab' / 'lab.yaml'

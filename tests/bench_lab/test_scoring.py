@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 import yaml
 
+from comsim_core.geometry import pose_difference
+
 os.environ.setdefault('MUJOCO_GL', 'egl')
 
 from comsim_bench_lab.config import LabConfig  # noqa: E402
@@ -16,7 +18,6 @@ from comsim_bench_lab.scoring import (  # noqa: E402
     camera_score,
     episode_reset,
     object_scores,
-    pose_error,
     score_twin,
     yaw_deg,
 )
@@ -48,7 +49,7 @@ def test_camera_score_is_estimate_minus_truth():
     assert (s.fx_px, s.fy_px, s.cx_px, s.cy_px) == pytest.approx((1.5, -2.0, -0.25, 0.5))
     assert s.position_mm == pytest.approx(5.0)
     assert s.rotation_deg == pytest.approx(0.3, abs=1e-6)
-    assert pose_error(T, T) == pytest.approx((0.0, 0.0), abs=1e-6)
+    assert pose_difference(T, T) == pytest.approx((0.0, 0.0), abs=1e-6)
 
 
 def test_object_scores_position_yaw_modulo_90_round_and_unknown():

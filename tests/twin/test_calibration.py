@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
+from comsim_core.geometry import pose_difference
 from comsim_twin.calibration import (
     CalibrationError,
     ChessBoard,
@@ -20,7 +21,6 @@ from comsim_twin.calibration import (
     solve_extrinsics,
     write_camera_yaml,
 )
-from comsim_twin.calibration.extrinsics import pose_difference
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZE = (320, 240)

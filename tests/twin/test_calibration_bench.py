@@ -17,13 +17,13 @@ from comsim_bench_lab.calibration_rig import capture_calibration, load_setup
 from comsim_bench_lab.config import LabConfig, LabConfigError, LabConfigKeyError
 from comsim_bench_lab.lab import BenchLab
 from comsim_core.episodes import Episode
+from comsim_core.geometry import pose_difference
 from comsim_twin.calibration import (
     CalibrationError,
     calibrate_from_bag,
     load_calibration_setup,
     load_twin_camera,
 )
-from comsim_twin.calibration.extrinsics import pose_difference
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / 'config' / 'bench_lab' / 'lab.yaml'

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from comsim_core.episodes import read_meta
+from comsim_core.geometry import pose_difference
 
 from .config import LabConfig
 from .lab import BenchLab
@@ -54,18 +55,10 @@ class TwinScores:
         return [o.position_mm for o in self.objects if o.position_mm is not None]
 
 
-def pose_error(T_true: np.ndarray, T_est: np.ndarray) -> tuple[float, float]:
-    """(translation metres, rotation degrees) between two 4x4 poses."""
-    T_true, T_est = np.asarray(T_true, float), np.asarray(T_est, float)
-    dt = float(np.linalg.norm(T_true[:3, 3] - T_est[:3, 3]))
-    cos = (np.trace(T_true[:3, :3].T @ T_est[:3, :3]) - 1.0) / 2.0
-    return dt, float(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))))
-
-
 def camera_score(camera: str, K_true: np.ndarray, T_true: np.ndarray, K_est: np.ndarray,
                  T_est: np.ndarray) -> CameraScore:
     dK = np.asarray(K_est, float) - np.asarray(K_true, float)
-    dt, da = pose_error(T_true, T_est)
+    dt, da = pose_difference(T_true, T_est)
     return CameraScore(camera, float(dK[0, 0]), float(dK[1, 1]), float(dK[0, 2]),
                        float(dK[1, 2]), dt * 1000.0, da)
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
+from comsim_core.geometry import pose_difference
+
 from .board import ChessBoard, find_corners
 from .errors import CalibrationError
 
@@ -46,13 +48,6 @@ def to_matrix(rvec: np.ndarray, tvec: np.ndarray) -> np.ndarray:
     T[:3, :3] = cv2.Rodrigues(np.asarray(rvec, float).reshape(3))[0]
     T[:3, 3] = np.asarray(tvec, float).reshape(3)
     return T
-
-
-def pose_difference(T_a: np.ndarray, T_b: np.ndarray) -> tuple[float, float]:
-    """(translation metres, rotation degrees) between two poses."""
-    dt = float(np.linalg.norm(T_a[:3, 3] - T_b[:3, 3]))
-    cos = (np.trace(T_a[:3, :3].T @ T_b[:3, :3]) - 1.0) / 2.0
-    return dt, float(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))))
 
 
 def solve_extrinsics(observations: dict[str, tuple[np.ndarray, np.ndarray]], K: np.ndarray,
