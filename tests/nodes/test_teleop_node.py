@@ -114,31 +114,31 @@ def test_scripted_motion_survives_a_starved_teleop(ros_node, start_node, spin_un
     t = np.array([s[0] for s in states])
     q = np.stack([s[1] for s in states])[:, :6]
 
-    def error(t0):   # arm joints (rad) at each sample inside the program
-        inside = (t >= t0) & (t <= t0 + program.duration)
-        ref = np.stack([program.command(x - t0, q_start)[:6] for x in t[inside]])
-        return t[inside], np.abs(q[inside] - ref).max(axis=1)
+    def inside(t0):   # (times, arm joints, program's joints) of the samples in the program
+        keep = (t >= t0) & (t <= t0 + program.duration)
+        ref = np.stack([program.command(x - t0, q_start)[:6] for x in t[keep]])
+        return t[keep], q[keep], ref
     # Its start on the lab's clock is near the service call; under load the reply can arrive
     # many ticks after the teleop started, so search a wide window, coarse then fine.
     def misfit(x):
-        return np.median(error(x)[1])
+        _, arm_q, ref = inside(x)
+        return np.median(np.abs(arm_q - ref).max(axis=1))
     coarse = min(np.arange(t_start - 1.5, t_start + 0.3, 0.02), key=misfit)
     t0 = min(np.arange(coarse - 0.02, coarse + 0.02, 0.002), key=misfit)
     assert misfit(t0) < 0.02, (misfit(t0), t0 - t_start)   # the arm ran this program
-    te, err = error(t0)
+    te, arm_q, ref = inside(t0)
+    err = np.abs(arm_q - ref).max(axis=1)   # rad, worst joint
     stopped = np.zeros(te.size, bool)
     for a, b in stops:
         stopped |= (te > a) & (te <= b)
     assert len(stops) >= 8 and stopped.sum() > 100, (stops, stopped.sum())
     # One-point commands leave the arm standing through each stop while the program moves on:
     # through the stops the arm follows the program closely and travels as far as it does.
-    inside = (t >= t0) & (t <= t0 + program.duration)
-    ref = np.stack([program.command(x - t0, q_start)[:6] for x in te])
 
     def travel(path, a, b):   # joint-space path length (largest joint per sample step)
         seg = path[(te > a) & (te <= b)]
         return np.abs(np.diff(seg, axis=0)).max(axis=1).sum() if len(seg) > 1 else 0.0
-    arm = sum(travel(q[inside], a, b) for a, b in stops)
+    arm = sum(travel(arm_q, a, b) for a, b in stops)
     planned = sum(travel(ref, a, b) for a, b in stops)
     assert planned > 0.2, planned   # the stops fall where the program moves
     # (a 0.02 s look-ahead, i.e. one-point commands, gave a ratio of 0.52 on this test)
