@@ -33,7 +33,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument('--config', default=str(DEFAULT_CONFIG))
     ap.add_argument('--image-scale', type=float, default=None)
     ap.add_argument('--failures', choices=('label', 'discard'), default=None)
-    ap.add_argument('--region', choices=('id', 'wide', 'mix'), default=None)
+    ap.add_argument('--region', choices=('id', 'wide', 'workspace', 'mix'), default=None)
     return ap.parse_args(argv)
 
 

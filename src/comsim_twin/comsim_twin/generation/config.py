@@ -11,6 +11,7 @@ from comsim_core.paths import resolve_config_path
 
 FORMAT = 'comsim-generation/1'
 DEFAULT_CONFIG = Path('config/twin/generation.yaml')   # in the workspace root
+REGIONS = ('id', 'wide', 'workspace')                  # every task states each
 
 
 class GenerationConfigError(UserError, ValueError):
@@ -29,7 +30,7 @@ class GenerationConfig:
     settle_s: float = 0.6
     max_s: float = 20.0
     failures: Literal['label', 'discard'] = 'label'
-    region: Literal['id', 'wide', 'mix'] = 'id'
+    region: Literal['id', 'wide', 'workspace', 'mix'] = 'id'
     wide_fraction: float = 0.3
     storage: str = 'mcap'
     distro: str = 'kilted'
@@ -43,11 +44,26 @@ class GenerationConfig:
         if not 0 < self.image_scale <= 1:
             raise GenerationConfigError(f'{self.source}: image_scale must be in (0, 1]')
         for name, t in self.tasks.items():
-            for r in ('id', 'wide'):
-                reg = (t.get('regions') or {}).get(r)
-                if not reg or len(reg.get('x', [])) != 2 or len(reg.get('y', [])) != 2:
-                    raise GenerationConfigError(f'{self.source}: tasks.{name}.regions.{r} needs '
-                                                f'x: [lo, hi] and y: [lo, hi]')
+            for r in REGIONS:
+                self._check_region(f'tasks.{name}.regions.{r}', (t.get('regions') or {}).get(r))
+
+    def _check_region(self, key: str, reg: Any) -> None:
+        where = f'{self.source}: {key}'
+        if not isinstance(reg, dict) or not all(
+                isinstance(reg.get(a), list) and len(reg[a]) == 2 for a in ('x', 'y')):
+            raise GenerationConfigError(f'{where} needs x: [lo, hi] and y: [lo, hi]')
+        try:
+            (x0, x1), (y0, y1) = (float(v) for v in reg['x']), (float(v) for v in reg['y'])
+            reach = float(reg.get('reach', float('inf')))
+        except (TypeError, ValueError):
+            raise GenerationConfigError(f'{where}: x, y and reach must be numbers') from None
+        if not (x0 < x1 and y0 < y1):
+            raise GenerationConfigError(f'{where}: x and y need lo < hi, got {reg}')
+        unknown = sorted(set(reg) - {'x', 'y', 'reach'})
+        if unknown:
+            raise GenerationConfigError(f'{where}: unknown keys {unknown}; expected x, y, reach')
+        if reach <= 0:
+            raise GenerationConfigError(f'{where}: reach must be > 0 m, got {reach}')
 
     def task(self, name: str) -> dict[str, Any]:
         if name not in self.tasks:

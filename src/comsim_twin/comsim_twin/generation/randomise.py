@@ -37,7 +37,24 @@ class RandomiseError(UserError, ValueError):
     """A base scene or region that cannot give a valid layout."""
 
 
+@dataclass(frozen=True)
+class ReachRegion(Region):
+    """A box cut to the arm's reach: points also lie within `reach` m of the base (xy)."""
+    reach: float = float('inf')
+
+    def sample(self, rng: np.random.Generator, margin: float = 0.0) -> np.ndarray:
+        for _ in range(1000):
+            xy = super().sample(rng, margin)
+            if float(np.hypot(xy[0], xy[1])) <= self.reach - margin:
+                return xy
+        raise LayoutError(f'region {self} (reach {self.reach} m) has no room for an object '
+                          f'margin {margin}')
+
+
 def _region(bounds: dict) -> Region:
+    if 'reach' in bounds:
+        return ReachRegion((float(bounds['x'][0]), float(bounds['x'][1])),
+                           (float(bounds['y'][0]), float(bounds['y'][1])), float(bounds['reach']))
     return Region.of(bounds['x'], bounds['y'])
 
 
@@ -57,8 +74,10 @@ def episode_seed(seed: int, task: str, index: int) -> int:
 
 def in_region(xy, region: dict, margin: float = 0.0) -> bool:
     x, y = float(xy[0]), float(xy[1])
+    reach = float(region.get('reach', float('inf')))
     return (region['x'][0] + margin - 1e-9 <= x <= region['x'][1] - margin + 1e-9
-            and region['y'][0] + margin - 1e-9 <= y <= region['y'][1] - margin + 1e-9)
+            and region['y'][0] + margin - 1e-9 <= y <= region['y'][1] - margin + 1e-9
+            and float(np.hypot(x, y)) <= reach - margin + 1e-9)
 
 
 def _clip01(c) -> list[float]:
