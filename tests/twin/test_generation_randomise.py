@@ -25,7 +25,7 @@ TASKS = ('move_card', 'shake_bottle', 'stack_blocks')
 
 
 @pytest.mark.parametrize('task', TASKS)
-@pytest.mark.parametrize('region', ['id', 'wide'])
+@pytest.mark.parametrize('region', ['id', 'wide', 'workspace'])
 def test_layout_inside_region_and_distractors_clear(cfg, task, region):
     base = base_scene(task)
     reg = cfg.task(task)['regions'][region]

@@ -11,7 +11,8 @@ from comsim_core.paths import resolve_config_path
 
 FORMAT = 'comsim-generation/1'
 DEFAULT_CONFIG = Path('config/twin/generation.yaml')   # in the workspace root
-REGIONS = ('id', 'wide', 'workspace')                  # every task states each
+REGIONS = ('id', 'wide')          # every task states these
+OPTIONAL_REGIONS = ('workspace',)  # checked where given; needed when the run lays out there
 
 
 class GenerationConfigError(UserError, ValueError):
@@ -44,13 +45,15 @@ class GenerationConfig:
         if not 0 < self.image_scale <= 1:
             raise GenerationConfigError(f'{self.source}: image_scale must be in (0, 1]')
         for name, t in self.tasks.items():
-            for r in REGIONS:
-                self._check_region(f'tasks.{name}.regions.{r}', (t.get('regions') or {}).get(r))
+            regions = t.get('regions') or {}
+            for r in (*REGIONS, *(r for r in OPTIONAL_REGIONS
+                                  if r in regions or r == self.region)):
+                self._check_region(f'tasks.{name}.regions.{r}', regions.get(r))
 
     def _check_region(self, key: str, reg: Any) -> None:
         where = f'{self.source}: {key}'
         if not isinstance(reg, dict) or not all(
-                isinstance(reg.get(a), list) and len(reg[a]) == 2 for a in ('x', 'y')):
+                isinstance(reg.get(a), (list, tuple)) and len(reg[a]) == 2 for a in ('x', 'y')):
             raise GenerationConfigError(f'{where} needs x: [lo, hi] and y: [lo, hi]')
         try:
             (x0, x1), (y0, y1) = (float(v) for v in reg['x']), (float(v) for v in reg['y'])

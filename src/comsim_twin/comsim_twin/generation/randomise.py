@@ -238,6 +238,9 @@ def _randomise(base: TwinScene, task_name: str, cfg: GenerationConfig, seed: int
     if region is None:
         region = cfg.region if cfg.region != 'mix' else \
             ('wide' if rng.random() < cfg.wide_fraction else 'id')
+    if region not in tcfg['regions']:
+        raise RandomiseError(f'{cfg.source}: tasks.{task_name}.regions has no {region!r} region; '
+                             f'it has {sorted(tcfg["regions"])}')
     reg = tcfg['regions'][region]
     scene = copy.deepcopy(base)
     scene.task = task_name

@@ -95,7 +95,8 @@ def _robot(path: str):
 
 
 def _run_job(job: tuple) -> EpisodeRecord:
-    from comsim_twin.generation.episode import run_episode
+    from comsim_core.robot.model import IKError
+    from comsim_twin.generation.episode import EpisodeOutcome, run_episode
     from comsim_twin.generation.writer import GeneratedEpisodeWriter
     base, task, index, seed, cfg, program, out_dir = job
     t0 = time.monotonic()
@@ -107,19 +108,24 @@ def _run_job(job: tuple) -> EpisodeRecord:
     writer = GeneratedEpisodeWriter(Path(out_dir), name, rnd.scene.cameras, robot.joint_names,
                                     (cfg.joint_state_hz, cfg.camera_hz, cfg.control_hz),
                                     cfg.storage, cfg.distro)
+    recorded = True
     try:
         out = run_episode(backend, rnd, program, seed, cfg, writer, robot)
+    except IKError as exc:     # a layout the arm cannot serve: a failed episode, not a dead run
+        recorded = False       # discarded below whatever `failures` says: nothing to keep
+        out = EpisodeOutcome(False, f'program unreachable: {exc}', 0.0, 0.0, 0, {})
     except BaseException:
         writer.abort()
         raise
     meta = {'task': task, 'operator': 'generator', 'source': 'sim', 'seed': seed,
+            'region': rnd.params['region'],
             'episode_index': index, 'backend': cfg.backend, 'success': out.success,
             'success_reason': out.reason, 'program': (program or builtin_program(task)).to_dict(),
             'randomisation': rnd.params, 'image_scale': cfg.image_scale,
             'rates_hz': {'control': cfg.control_hz, 'camera': cfg.camera_hz,
                          'joint_states': cfg.joint_state_hz},
             'final_object_states': out.final_states}
-    kept = out.success or cfg.failures == 'label'
+    kept = out.success or (cfg.failures == 'label' and recorded)
     if kept:
         writer.finish(meta, out.success, notes=out.reason)
     else:
