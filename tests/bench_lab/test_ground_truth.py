@@ -1,5 +1,6 @@
 """Bench-lab ground truth of generated episodes: same stamps, same layout, a held grasp, a
-paired episode the neural simulator reads unchanged, resumable CLI, clear errors."""
+paired episode the neural simulator reads unchanged, typed metadata whose success is the lab's
+own check, filming at a rate without positions, resumable parallel CLI, clear errors."""
 import copy
 import os
 import shutil
@@ -17,12 +18,14 @@ from comsim_bench_lab.ground_truth import (
     GroundTruthRenderer,
     MissingStreamError,
     NotGeneratedError,
+    kept_frames,
     lab_config_for,
     lab_objects,
     main,
     select_frames,
 )
-from comsim_core.episodes import Episode
+from comsim_core.episodes import Episode, read_meta
+from comsim_core.episodes.sidecar import counts_as_success, read_sidecar
 from comsim_core.robot.model import RobotModel
 from comsim_twin.generation.config import GenerationConfig
 from comsim_twin.generation.runner import generate
@@ -117,6 +120,16 @@ def test_objects_where_the_sim_has_them_and_the_grasp_holds(generated, truth):
     assert max(side['object_drift_m'].values()) < 0.01
 
 
+def test_typed_metadata_and_the_labs_verdict_as_success(generated, truth):
+    """source gt, the sim episode's task, seed and region; success is the bench lab's check,
+    so a reader of any episode (counts_as_success) trusts the lab, not the twin."""
+    meta, sim = read_meta(truth.path), read_meta(generated)
+    assert meta.source == 'gt' and meta.task == 'stack_blocks' == sim.task
+    assert meta.seed == sim.seed is not None and meta.region == sim.region == 'id'
+    side = read_sidecar(truth.path)
+    assert side['success'] is side['bench_success'] is True and counts_as_success(side)
+
+
 def test_a_moved_block_shows_where_it_was_moved(generated, renderer, tmp_path):
     """Control: the centroid check above sees a 4 cm layout change."""
     moved = tmp_path / 'moved' / generated.name
@@ -129,6 +142,39 @@ def test_a_moved_block_shows_where_it_was_moved(generated, renderer, tmp_path):
     _, sim = _stream(res.path, '/sim/cameras/front/image_raw')
     assert np.linalg.norm(_centroid(real[0], 'red') - _centroid(sim[0], 'red')) > 5
     assert np.linalg.norm(_centroid(real[0], 'blue') - _centroid(sim[0], 'blue')) < 2.5
+    # the sim's grasp closes where the block is not: the lab's check fails, and so does success
+    side = read_sidecar(res.path)
+    assert side['bench_success'] is False and side['success'] is False
+    assert read_sidecar(moved)['success'] is True and not counts_as_success(side)
+
+
+def test_kept_frames_at_a_rate_then_at_most_max_frames():
+    stamps = [10**9 + k * 33_333_333 for k in range(91)]          # 30 Hz, 3 s
+    assert kept_frames(stamps, None, None).tolist() == list(range(91))
+    assert kept_frames(stamps, 10.0, None).tolist() == list(range(0, 91, 3))
+    assert kept_frames(stamps, 30.0, None).tolist() == list(range(91))
+    assert kept_frames(stamps, 100.0, None).tolist() == list(range(91))   # never more than all
+    assert kept_frames(stamps, 10.0, 4).tolist() == [0, 30, 60, 90]
+    assert kept_frames(stamps[:1], 10.0, None).tolist() == [0]
+
+
+def test_filming_at_a_rate_without_positions(generated, truth, renderer, tmp_path):
+    """The 10 Hz sim episode filmed at 5 Hz: every second frame, the same pictures as filming
+    all of them at those stamps, no positions.json."""
+    res = renderer.render(generated, tmp_path, cameras=['front'], rate_hz=5.0, positions=False)
+    sim_t, _ = _stream(generated, '/cameras/front/image_raw')
+    real_t, real = _stream(res.path, '/real/cameras/front/image_raw')
+    assert real_t == sim_t[::2] and res.frames == {'front': len(sim_t[::2])}
+    assert not (res.path / 'positions.json').exists()
+    side = read_sidecar(res.path)
+    assert side['positions'] is None and side['rate_hz'] == 5.0 and side['success'] is True
+    full_t, full = _stream(truth.path, '/real/cameras/front/image_raw')
+    common = sorted(set(full_t) & set(real_t))     # the max_frames picks filmed both times
+    assert len(common) >= 2
+    for t in common:                               # the same scene (sensor noise may differ)
+        a, b = full[full_t.index(t)], real[real_t.index(t)]
+        for colour in ('red', 'blue'):
+            assert np.linalg.norm(_centroid(a, colour) - _centroid(b, colour)) < 1.0, t
 
 
 def test_the_neural_simulator_reads_it_unchanged(truth):
@@ -140,7 +186,8 @@ def test_the_neural_simulator_reads_it_unchanged(truth):
 def test_cli_is_resumable_and_names_bad_inputs(generated, truth, tmp_path, capsys):
     out = truth.path.parent
     assert main([str(generated), '--out', str(out), '--max-frames', str(FRAMES)]) == 0
-    assert 'skip' in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert 'skip' in printed and '1 of 1 pass the bench lab' in printed
     not_generated = tmp_path / 'recorded' / generated.name
     shutil.copytree(generated, not_generated)
     side = yaml.safe_load((not_generated / 'episode.yaml').read_text())
@@ -150,6 +197,23 @@ def test_cli_is_resumable_and_names_bad_inputs(generated, truth, tmp_path, capsy
                  str(tmp_path / 'o')]) == 2
     err = capsys.readouterr().err
     assert 'not an episode generated by the twin' in err and 'nothing_here' in err
+
+
+def test_cli_films_in_parallel_workers(generated, tmp_path, capsys):
+    """Two workers, two episodes: each filmed once, at the rate asked, counted in the tally;
+    a rerun finds both done."""
+    sims = tmp_path / 'sims'
+    shutil.copytree(generated, sims / 'a' / generated.name)
+    shutil.copytree(generated, sims / 'b' / 'other')
+    out = tmp_path / 'out'
+    argv = [str(sims), '--out', str(out), '--workers', '2', '--rate-hz', '5', '--no-positions',
+            '--cameras', 'front']
+    assert main(argv) == 0
+    assert '2 filmed, 0 already on disk, 0 failed; 2 of 2 pass' in capsys.readouterr().out
+    sim_t, _ = _stream(generated, '/cameras/front/image_raw')
+    for name in (generated.name, 'other'):
+        assert read_sidecar(out / name)['frames'] == {'front': len(sim_t[::2])}
+    assert main(argv) == 0 and '0 filmed, 2 already on disk' in capsys.readouterr().out
 
 
 def _fake_generated(out: Path, source: Path, cams: dict[str, tuple[int, int]],

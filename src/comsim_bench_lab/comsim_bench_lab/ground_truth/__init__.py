@@ -34,7 +34,12 @@ mean colour of the ground-truth frame over them and a few of their colours (the 
 too). The neural simulator's evaluation reads it to find the objects in translated frames
 without touching the bench lab.
 
-    comsim-bench-lab-ground-truth SIM_EPISODE_OR_DIR ... --out DIR [--max-frames N]
+The sidecar's typed metadata says what the episode is: ``source: gt``, the sim episode's task,
+seed and region; its ``success`` is the bench lab's own check on the filmed motion (status
+complete), so ``counts_as_success`` trusts only the lab's verdict.
+
+    comsim-bench-lab-ground-truth SIM_EPISODE_OR_DIR ... --out DIR [--max-frames N] \
+        [--rate-hz R] [--no-positions] [--workers N]
 """
 from __future__ import annotations
 
@@ -44,9 +49,10 @@ from .errors import CameraMismatchError, GroundTruthError, MissingStreamError, N
 from .layout import lab_objects
 from .positions import POSITIONS_FILE, POSITIONS_FORMAT, colour_model, frame_positions
 from .renderer import GroundTruthRenderer, GroundTruthResult, render_ground_truth
-from .sim_episode import generated_metadata, select_frames
+from .sim_episode import generated_metadata, kept_frames, select_frames
 
 __all__ = ['POSITIONS_FILE', 'POSITIONS_FORMAT', 'CameraMismatchError', 'GroundTruthError',
            'GroundTruthRenderer', 'GroundTruthResult', 'MissingStreamError', 'NotGeneratedError',
            'colour_model', 'find_sim_episodes', 'frame_positions', 'generated_metadata',
-           'lab_config_for', 'lab_objects', 'main', 'render_ground_truth', 'select_frames']
+           'kept_frames', 'lab_config_for', 'lab_objects', 'main', 'render_ground_truth',
+           'select_frames']

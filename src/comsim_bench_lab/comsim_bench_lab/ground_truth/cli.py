@@ -1,10 +1,17 @@
 """comsim-bench-lab-ground-truth: ground truth for every generated episode given (or under the
-folders given); finished outputs are skipped, bad inputs named, exit 2 when any failed."""
+folders given); finished outputs are skipped, bad inputs named, exit 2 when any failed.
+
+Episodes are filmed in parallel by spawned worker processes, each with its own bench lab (MuJoCo
+and EGL contexts do not survive fork); the output does not depend on the number of workers.
+"""
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from comsim_core.episodes import find_episodes
 from comsim_core.episodes.errors import EpisodeError
@@ -12,7 +19,7 @@ from comsim_core.errors import UserError, cli_main
 from comsim_core.paths import resolve_config_path
 
 from .errors import GroundTruthError, NotGeneratedError
-from .renderer import DEFAULT_LAB, DEFAULT_REALISM, GroundTruthRenderer
+from .renderer import DEFAULT_LAB, DEFAULT_REALISM, GroundTruthRenderer, GroundTruthResult
 
 
 def find_sim_episodes(path: str | Path) -> list[Path]:
@@ -26,8 +33,36 @@ def find_sim_episodes(path: str | Path) -> list[Path]:
     return found
 
 
-@cli_main('comsim-bench-lab-ground-truth')
-def main(argv: list[str] | None = None) -> int:
+# ---------------------------------------------------------------------------- one worker
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(lab: str, realism: str, options: dict[str, Any]) -> None:
+    os.environ.setdefault('MUJOCO_GL', 'egl')
+    _WORKER['renderer'] = _renderer(lab, realism)
+    _WORKER['options'] = options
+
+
+def _renderer(lab: str, realism: str) -> GroundTruthRenderer:
+    try:
+        return GroundTruthRenderer(resolve_config_path(lab), resolve_config_path(realism))
+    except (KeyError, ValueError) as exc:  # the realism profile's plain ones: still the user's
+        raise UserError(str(exc.args[0] if exc.args else exc)) from exc
+
+
+def _film(episode: Path) -> tuple[Path, GroundTruthResult | str]:
+    """One episode's result, or the one-line error that stopped it."""
+    opts = _WORKER['options']
+    try:
+        return episode, _WORKER['renderer'].render(episode, opts['out'], opts['cameras'],
+                                                   opts['max_frames'], rate_hz=opts['rate_hz'],
+                                                   positions=opts['positions'])
+    except (GroundTruthError, EpisodeError) as exc:
+        return episode, str(exc)
+
+
+# ---------------------------------------------------------------------------- the run
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         prog='comsim-bench-lab-ground-truth',
         description='Render bench-lab ground truth (paired episodes: /real = bench lab with '
@@ -39,7 +74,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--cameras', nargs='*', default=None, help='default: every sim camera')
     ap.add_argument('--max-frames', type=int, default=0,
                     help='frames per camera, spread over the episode (0: all)')
+    ap.add_argument('--rate-hz', type=float, default=0.0,
+                    help='film about this many frames a second: every k-th sim frame (0: all)')
+    ap.add_argument('--no-positions', action='store_true',
+                    help='skip positions.json (a segmentation render per frame)')
+    ap.add_argument('--workers', type=int, default=0,
+                    help='episodes filmed in parallel, each worker its own renderer '
+                         '(0: all cores)')
     args = ap.parse_args(argv)
+    for flag, value in (('--max-frames', args.max_frames), ('--rate-hz', args.rate_hz),
+                        ('--workers', args.workers)):
+        if value < 0:
+            ap.error(f'{flag} must be >= 0, got {value}')
+    return args
+
+
+@cli_main('comsim-bench-lab-ground-truth')
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    os.environ.setdefault('MUJOCO_GL', 'egl')
     failed, episodes = 0, []
     for sim in args.sim:
         try:
@@ -47,29 +100,45 @@ def main(argv: list[str] | None = None) -> int:
         except GroundTruthError as exc:
             failed += 1
             print(f'error: {exc}', file=sys.stderr)
-    try:
-        renderer = GroundTruthRenderer(resolve_config_path(args.lab),
-                                       resolve_config_path(args.realism))
-    except (KeyError, ValueError) as exc:  # the realism profile's plain ones: still the user's
-        raise UserError(str(exc.args[0] if exc.args else exc)) from exc
-    with renderer:
-        for ep in episodes:
-            try:
-                res = renderer.render(ep, args.out, args.cameras, args.max_frames or None)
-            except (GroundTruthError, EpisodeError) as exc:
-                failed += 1
-                print(f'error: {exc}', file=sys.stderr)
-                continue
-            if res.skipped:
-                print(f'skip {ep.name}: {res.path} is complete')
-                continue
-            worst = max(res.object_drift_m.values(), default=0.0)
-            print(f'{ep.name}: {sum(res.frames.values())} frames {res.frames} in '
-                  f'{res.wall_s:.1f} s, max object drift {worst * 1000:.1f} mm -> {res.path}')
+    options = {'out': args.out, 'cameras': args.cameras, 'max_frames': args.max_frames or None,
+               'rate_hz': args.rate_hz or None, 'positions': not args.no_positions}
+    workers = max(1, min(args.workers or os.cpu_count() or 1, len(episodes)))
+    if workers == 1:
+        _init_worker(args.lab, args.realism, options)
+        try:
+            failed += _report(map(_film, episodes))
+        finally:
+            _WORKER.pop('renderer').close()
+    else:
+        _renderer(args.lab, args.realism).close()     # a bad config: one line, before spawning
+        ctx = mp.get_context('spawn')
+        with ctx.Pool(workers, initializer=_init_worker,
+                      initargs=(args.lab, args.realism, options)) as pool:
+            failed += _report(pool.imap_unordered(_film, episodes))
     if failed:
         print(f'{failed} input(s) failed', file=sys.stderr)
     return 2 if failed else 0
 
 
-if __name__ == '__main__':
-    sys.exit(main())
+def _report(results) -> int:
+    """Print each result as it comes and a tally; the number of failed inputs."""
+    failed = filmed = skipped = successes = 0
+    for ep, res in results:
+        if isinstance(res, str):
+            failed += 1
+            print(f'error: {res}', file=sys.stderr)
+            continue
+        successes += bool(res.success)
+        if res.skipped:
+            skipped += 1
+            print(f'skip {ep.name}: {res.path} is complete', flush=True)
+            continue
+        filmed += 1
+        worst = max(res.object_drift_m.values(), default=0.0)
+        verdict = 'bench success' if res.success else 'bench FAILURE'
+        print(f'{ep.name}: {sum(res.frames.values())} frames {res.frames} in '
+              f'{res.wall_s:.1f} s, max object drift {worst * 1000:.1f} mm, {verdict} '
+              f'-> {res.path}', flush=True)
+    print(f'ground truth: {filmed} filmed, {skipped} already on disk, {failed} failed; '
+          f'{successes} of {filmed + skipped} pass the bench lab\'s success check', flush=True)
+    return failed

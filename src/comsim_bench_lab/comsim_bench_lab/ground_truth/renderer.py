@@ -17,6 +17,7 @@ from comsim_core.episodes.encode import rgb8_image_cdr
 from comsim_core.episodes.errors import EpisodeError
 from comsim_core.episodes.images import image_to_rgb, stamp_ns
 from comsim_core.episodes.paired import PairedEpisodeWriter, is_complete_paired
+from comsim_core.episodes.sidecar import read_sidecar
 from comsim_core.episodes.tracks import JointTrack
 
 from .cameras import lab_config_for
@@ -28,11 +29,12 @@ from .sim_episode import (
     JOINT_TOPIC,
     camera_topic,
     generated_metadata,
+    kept_frames,
     scan_streams,
-    select_frames,
 )
 
 SOURCE = 'bench_lab'          # sidecar ``ground_truth``: how a reader recognises these episodes
+EPISODE_SOURCE = 'gt'         # metadata.source (EpisodeMeta): the bench lab filming a sim episode
 SETTLE_S = 0.1                # objects come to rest before the first stamp (as the generator)
 DEFAULT_LAB = 'config/bench_lab/lab.yaml'
 DEFAULT_REALISM = 'config/bench_lab/realism.yaml'
@@ -45,6 +47,7 @@ class GroundTruthResult:
     frames: dict[str, int] = field(default_factory=dict)      # camera -> frames rendered
     wall_s: float = 0.0
     object_drift_m: dict[str, float] = field(default_factory=dict)
+    success: bool | None = None       # the bench lab's check on the filmed motion
 
 
 class GroundTruthRenderer:
@@ -77,13 +80,20 @@ class GroundTruthRenderer:
 
     def render(self, sim_episode: str | Path, out_dir: str | Path,
                cameras: list[str] | None = None, max_frames: int | None = None,
-               name: str | None = None) -> GroundTruthResult:
-        """Write ``out_dir/<name>`` (default: the sim episode's name); skip it when complete."""
+               name: str | None = None, rate_hz: float | None = None,
+               positions: bool = True) -> GroundTruthResult:
+        """Write ``out_dir/<name>`` (default: the sim episode's name); skip it when complete.
+
+        ``rate_hz`` films about that many frames a second (every k-th sim frame; None: all),
+        ``max_frames`` at most that many of those; ``positions`` False skips ``positions.json``
+        (a segmentation render per frame, half the cost of filming).
+        """
         t_wall = time.perf_counter()
         path = Path(sim_episode).resolve()
         out = Path(out_dir) / (name or path.name)
         if is_complete_paired(out):
-            return GroundTruthResult(out, skipped=True)
+            return GroundTruthResult(out, skipped=True,
+                                     success=(read_sidecar(out) or {}).get('bench_success'))
         if out.exists():
             raise GroundTruthError(f'{out} exists but is not a complete paired episode; '
                                    f'remove it to render again')
@@ -94,10 +104,11 @@ class GroundTruthRenderer:
         except EpisodeError as exc:
             raise NotGeneratedError(f'{path}: {exc}') from None
         with episode:
-            return self._render(episode, out, cameras, max_frames, t_wall)
+            return self._render(episode, out, cameras, max_frames, rate_hz, positions, t_wall)
 
     def _render(self, ep: Episode, out: Path, cameras: list[str] | None,
-                max_frames: int | None, t_wall: float) -> GroundTruthResult:
+                max_frames: int | None, rate_hz: float | None, with_positions: bool,
+                t_wall: float) -> GroundTruthResult:
         path = ep.path
         sidecar = {k: v for k, v in ep.metadata.items() if k != 'bag_custom_data'}
         meta = generated_metadata(path, sidecar)
@@ -125,7 +136,7 @@ class GroundTruthRenderer:
         lab.step_kinematic(np.repeat(track.q[:1], n_settle, 0),
                            np.zeros((n_settle, track.q.shape[1])),
                            np.full(n_settle, track.q[0, -1]))
-        keep = {c: {s[i] for i in select_frames(len(s), max_frames)}
+        keep = {c: {s[i] for i in kept_frames(s, rate_hz, max_frames)}
                 for c, s in streams.image_stamps.items()}
         step = [0]   # physics steps since the first joint stamp
 
@@ -139,7 +150,7 @@ class GroundTruthRenderer:
 
         writer = PairedEpisodeWriter(out, list(streams.image_stamps), JOINT_TOPIC,
                                      streams.command_topic, streams.command_msgtype)
-        items = tracked(lab)
+        items = tracked(lab) if with_positions else []
         positions = {c: {'width': w, 'height': h, 'frames': {}}
                      for c, (w, h) in streams.sizes.items()}
         frames = {c: 0 for c in streams.image_stamps}
@@ -170,30 +181,36 @@ class GroundTruthRenderer:
                                                             msg.header.frame_id), log_ns)
                 sim = image_to_rgb(msg, f'{path}:{topic}')
                 writer.write_sim_image(cam, sim, t, log_ns, frame_id=msg.header.frame_id)
-                positions[cam]['frames'][str(t)] = frame_positions(lab, cam, items, real, sim)
+                if with_positions:
+                    positions[cam]['frames'][str(t)] = frame_positions(lab, cam, items, real, sim)
                 frames[cam] += 1
             advance(int(streams.joint_t[-1]))
             drift = _drift(lab.task_state()['objects'], meta.get('final_object_states') or {})
             ok, reason = lab.check_success()
             wall = time.perf_counter() - t_wall
-            (writer.partial / POSITIONS_FILE).write_text(json.dumps(
-                {'format': POSITIONS_FORMAT, 'distortion': bool(self.realism.distortion),
-                 'cameras': positions}))
+            if with_positions:
+                (writer.partial / POSITIONS_FILE).write_text(json.dumps(
+                    {'format': POSITIONS_FORMAT, 'distortion': bool(self.realism.distortion),
+                     'cameras': positions}))
             writer.finish({
                 'episode': out.name, 'ground_truth': SOURCE, 'mode': 'kinematic',
                 'sim_episode': path.name, 'source_episode': str(path), 'task': task,
-                'seed': typed.seed, 'max_frames': max_frames, 'frames': frames,
+                'seed': typed.seed, 'max_frames': max_frames, 'rate_hz': rate_hz,
+                'frames': frames,
                 'sim_frames': {c: len(s) for c, s in streams.image_stamps.items()},
                 'image_size': {c: list(s) for c, s in streams.sizes.items()},
                 'object_drift_m': drift, 'sim_success': meta.get('success'),
                 'bench_success': bool(ok), 'bench_success_reason': reason,
-                'wall_s': round(wall, 3), 'positions': POSITIONS_FILE,
-                'metadata': {'task': task, 'source': 'bench_ground_truth',
-                             'sim_source': str(path)}})
+                # what a reader of any episode trusts (counts_as_success): the lab's own check
+                'success': bool(ok), 'notes': reason,
+                'wall_s': round(wall, 3), 'positions': POSITIONS_FILE if with_positions else None,
+                'metadata': {'task': task, 'source': EPISODE_SOURCE, 'seed': typed.seed,
+                             'region': typed.region or str(layout.get('region') or ''),
+                             'operator': typed.operator, 'sim_source': str(path)}})
         except BaseException:
             writer.abort()
             raise
-        return GroundTruthResult(out, False, frames, wall, drift)
+        return GroundTruthResult(out, False, frames, wall, drift, bool(ok))
 
 
 def _drift(bench: dict[str, dict], sim: dict[str, dict]) -> dict[str, float]:
@@ -207,7 +224,9 @@ def render_ground_truth(sim_episode: str | Path, out_dir: str | Path,
                         lab_config: LabConfig | str | Path = DEFAULT_LAB,
                         realism: RealismProfile | str | Path = DEFAULT_REALISM,
                         cameras: list[str] | None = None,
-                        max_frames: int | None = None) -> GroundTruthResult:
+                        max_frames: int | None = None, rate_hz: float | None = None,
+                        positions: bool = True) -> GroundTruthResult:
     """One sim episode -> ``out_dir/<name>`` ground-truth paired episode (see module doc)."""
     with GroundTruthRenderer(lab_config, realism) as renderer:
-        return renderer.render(sim_episode, out_dir, cameras, max_frames)
+        return renderer.render(sim_episode, out_dir, cameras, max_frames, rate_hz=rate_hz,
+                               positions=positions)

@@ -111,3 +111,20 @@ def select_frames(n: int, max_frames: int | None) -> np.ndarray:
     if not max_frames or max_frames >= n:
         return np.arange(n)
     return np.unique(np.linspace(0, n - 1, max(1, int(max_frames))).round().astype(int))
+
+
+def frame_step(stamps_ns: list[int], rate_hz: float | None) -> int:
+    """Every how many frames to film so the kept ones come at about ``rate_hz`` (1: all; the
+    camera's rate from its stamps, so a 30 Hz sim camera filmed at 10 Hz keeps every third)."""
+    if not rate_hz or len(stamps_ns) < 2:
+        return 1
+    native = (len(stamps_ns) - 1) / max((stamps_ns[-1] - stamps_ns[0]) * 1e-9, 1e-9)
+    return max(1, round(native / float(rate_hz)))
+
+
+def kept_frames(stamps_ns: list[int], rate_hz: float | None,
+                max_frames: int | None) -> np.ndarray:
+    """Indices filmed: every ``frame_step``-th frame from the first, then at most
+    ``max_frames`` of those spread evenly (``select_frames``)."""
+    every = np.arange(0, len(stamps_ns), frame_step(stamps_ns, rate_hz))
+    return every[select_frames(len(every), max_frames)]

@@ -1,9 +1,10 @@
 """``EpisodeMeta``: what an episode is, as typed fields of the sidecar's ``metadata`` block.
 
 (task, seed, region, variant) is what the bench lab resets to, so it reproduces the episode's
-starting layout; ``source`` says how the pictures were made (``real``: filmed in the lab, ``sim``:
-the twin's generator, ``pseudo_real``: sim translated by the neural simulator); ``operator`` who
-or what drove the arm. The sidecar's ``notes`` stay free text for people, never parsed.
+starting layout; ``source`` says how the pictures were made (``SOURCES``: ``real``: filmed in the
+lab, ``sim``: the twin's generator, ``pseudo_real``: sim translated by the neural simulator,
+``gt``: the bench lab filming a sim episode's motion, its ground truth); ``operator`` who or what
+drove the arm. The sidecar's ``notes`` stay free text for people, never parsed.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from .errors import EpisodeError
 from .sidecar import read_sidecar, sidecar_path
 
 UNSET_SEED = -1   # the seed parameter's "not recorded" (lab seeds are >= 0)
+SOURCES = ('real', 'sim', 'pseudo_real', 'gt')   # the values of ``source`` (see above)
 
 
 @dataclass(frozen=True)
