@@ -1,97 +1,67 @@
 """Closed-loop evaluation from the command line; prints the success table as markdown.
 
     python -m comsim_policy.evaluation.cli --checkpoints A B --tasks stack_blocks move_card \\
-        --rollouts 20 --out output/evaluation
+        --rollouts 20 --out output/evaluation [--mode in_process|dds] [--workers N]
 
-Defaults come from `config/evaluation.yaml` only; `--config` FILE sets some of them over it
-(a partial file is fine), flags win over both.
+`in_process` (the default) runs the bench lab, the trajectory follower and the deploy node's
+controller in worker processes on sim time; `dds` runs the deploy graph (bench lab, policy
+node, recorder) over ROS, as on a real arm. Defaults come from `config/evaluation.yaml` only;
+`--config` FILE sets some of them over it (a partial file is fine), flags win over both.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from comsim_core.config import load_config as load_dataclass
-from comsim_core.errors import UserError, cli_main, load_yaml
-from comsim_core.paths import resolve_config_path
-from comsim_policy.evaluation.closed_loop import EvaluationError, evaluate
+from comsim_core.errors import UserError, cli_main
+from comsim_policy.evaluation.config import MODES, EvaluationConfig, load_config
 
-DEFAULTS = 'config/evaluation.yaml'
-SECTION = 'evaluation'
-
-
-@dataclass(frozen=True)
-class EvaluationConfig:
-    """What `evaluate` is asked; config/evaluation.yaml is the one place its defaults live."""
-
-    tasks: list[str]
-    rollouts: int           # per task x region x variant
-    regions: list[str]
-    variants: list[str]     # '' or 'default' = the task's objects
-    out: str
-    seed: int
-    timeout_s: float        # per rollout, sim seconds
-    settle_s: float
-    sheets: int
-    lab: dict[str, Any]     # bench_lab parameter overrides
-    policy: dict[str, Any]  # policy node parameter overrides
-
-
-def _section(path: str | Path) -> Any:
-    data = load_yaml(path, 'evaluation config')
-    return data[SECTION] if isinstance(data, dict) and set(data) == {SECTION} else data
-
-
-def load_config(path: str | None) -> EvaluationConfig:
-    """The shipped defaults with the keys of `path` (a user's file, may be partial) over them."""
-    try:
-        shipped = resolve_config_path(DEFAULTS)
-    except FileNotFoundError:
-        if path is None:
-            raise
-        data, name = {}, path           # installed without the workspace: `path` says all
-    else:
-        data, name = _section(shipped) or {}, str(shipped)
-    if path is not None:
-        own = _section(path)
-        data, name = ({**data, **own} if isinstance(own, dict) else own), path
-    return load_dataclass(data, EvaluationConfig, name=name)
+__all__ = ['EvaluationConfig', 'load_config', 'main']
 
 
 @cli_main('comsim-policy-eval')
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--checkpoints', nargs='+', required=True, type=Path)
+    parser.add_argument('--mode', choices=MODES)
+    parser.add_argument('--workers', type=int, help='in_process: processes (0 = one per core)')
     parser.add_argument('--tasks', nargs='+')
     parser.add_argument('--rollouts', type=int)
     parser.add_argument('--regions', nargs='+')
     parser.add_argument('--variants', nargs='+', help="'' or 'default' = the task's objects")
     parser.add_argument('--out')
     parser.add_argument('--seed', type=int)
-    parser.add_argument('--timeout-s', type=float, help='per rollout, sim seconds')
+    parser.add_argument('--timeout-s', type=float, help='dds: per rollout, sim seconds')
     parser.add_argument('--config', help='YAML whose keys replace config/evaluation.yaml\'s')
     ns = parser.parse_args(argv)
-    flags = {key: getattr(ns, key) for key in ('tasks', 'rollouts', 'regions', 'variants',
-                                                 'out', 'seed', 'timeout_s')}
+    flags = {key: getattr(ns, key) for key in ('mode', 'workers', 'tasks', 'rollouts',
+                                                 'regions', 'variants', 'out', 'seed',
+                                                 'timeout_s')}
     cfg = dataclasses.replace(load_config(ns.config),
                               **{k: v for k, v in flags.items() if v is not None})
     missing = [c for c in ns.checkpoints if not c.is_dir()]
     if missing:
         raise UserError(f'checkpoint directory not found: {", ".join(map(str, missing))}')
-    variants = ['' if v in ('', 'default') else v for v in cfg.variants]
-    try:
-        result = evaluate(ns.checkpoints, cfg.tasks, cfg.rollouts, tuple(cfg.regions),
-                          tuple(variants), cfg.out, seed=cfg.seed, timeout_s=cfg.timeout_s,
-                          settle_s=cfg.settle_s, sheets=cfg.sheets, lab=cfg.lab,
-                          policy=cfg.policy,
-                          log=lambda s: print(s, file=sys.stderr, flush=True))
-    except (EvaluationError, RuntimeError) as exc:
-        print(f'evaluation failed: {exc}', file=sys.stderr)
-        return 1
+    cfg = dataclasses.replace(cfg, variants=['' if v in ('', 'default') else v
+                                             for v in cfg.variants])
+    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    if cfg.mode == 'in_process':
+        from comsim_policy.evaluation.in_process import evaluate  # noqa: PLC0415
+        result = evaluate(ns.checkpoints, cfg, log=log)
+    else:
+        from comsim_policy.evaluation.closed_loop import EvaluationError  # noqa: PLC0415
+        from comsim_policy.evaluation.closed_loop import evaluate as evaluate_dds  # noqa: PLC0415
+        try:
+            result = evaluate_dds(ns.checkpoints, cfg.tasks, cfg.rollouts, tuple(cfg.regions),
+                                  tuple(cfg.variants), cfg.out, seed=cfg.seed,
+                                  timeout_s=cfg.timeout_s, settle_s=cfg.settle_s,
+                                  check_every_s=cfg.check_every_s, sheets=cfg.sheets,
+                                  lab=cfg.lab, policy=cfg.policy, log=log)
+        except (EvaluationError, RuntimeError) as exc:
+            print(f'evaluation failed: {exc}', file=sys.stderr)
+            return 1
     print(result.markdown())
     return 0
 

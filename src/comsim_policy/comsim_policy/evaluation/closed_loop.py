@@ -4,14 +4,14 @@ Each checkpoint gets its own graph from `launch/deploy.launch.py` (bench lab, po
 recorder), each a process, talking over ROS exactly as on a real arm. Every rollout resets the
 lab to a fresh random layout (the same seeds for every checkpoint, so comparisons are paired),
 enables the policy, polls `/bench_lab/check_success` until success or a sim-time timeout, and
-records the rollout as an episode bag. The result is a success table with counts.
+records the rollout as an episode bag. The result is a success table with counts
+(`results.Evaluation`, shared with the in-process evaluator).
 """
 from __future__ import annotations
 
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import rclpy
@@ -23,7 +23,7 @@ from comsim_core.paths import repo_root
 from comsim_core.ros.episode_runner import LAB_SOURCE, EpisodeRunner, RunnerError
 from comsim_core.ros.graph import Graph, NodeSpec, find_executable, graph_from_launch
 from comsim_core.ros.messages import LATCHED_QOS
-from comsim_core.statistics import wilson_interval
+from comsim_policy.evaluation.results import Evaluation, Rollout, checkpoint_names
 
 DEPLOY_LAUNCH = 'launch/deploy.launch.py'
 CAMERAS = ['/cameras/front/image_raw', '/cameras/side/image_raw']
@@ -40,55 +40,6 @@ MODULES = {'comsim-policy': 'comsim_policy.nodes.policy_node'}
 
 class EvaluationError(RuntimeError):
     """The evaluation graph could not run (a node died, a service never came up)."""
-
-
-@dataclass
-class Rollout:
-    checkpoint: str
-    task: str
-    region: str
-    variant: str
-    seed: int
-    success: bool
-    message: str
-    sim_s: float
-    wall_s: float
-    bag: str = ''
-    sheet: str = ''
-
-
-@dataclass
-class Evaluation:
-    rollouts: list[Rollout] = field(default_factory=list)
-
-    def table(self) -> list[dict]:
-        """One row per checkpoint × task × region × variant: successes / rollouts."""
-        rows: dict[tuple, dict] = {}
-        for r in self.rollouts:
-            key = (r.checkpoint, r.task, r.region, r.variant)
-            row = rows.setdefault(key, {'checkpoint': r.checkpoint, 'task': r.task,
-                                        'region': r.region, 'variant': r.variant or 'default',
-                                        'successes': 0, 'rollouts': 0})
-            row['rollouts'] += 1
-            row['successes'] += int(r.success)
-        for row in rows.values():
-            row['success_rate'] = row['successes'] / row['rollouts']
-        return list(rows.values())
-
-    def markdown(self) -> str:
-        lines = ['| checkpoint | task | region | variant | success | rate | '
-                 '95 % interval (Wilson) |', '|---|---|---|---|---|---|---|']
-        for row in self.table():
-            lo, hi = wilson_interval(row['successes'], row['rollouts'])
-            lines.append(f"| {row['checkpoint']} | {row['task']} | {row['region']} | "
-                         f"{row['variant']} | {row['successes']}/{row['rollouts']} | "
-                         f"{100 * row['success_rate']:.0f} % | {100 * lo:.0f}–{100 * hi:.0f} % |")
-        return '\n'.join(lines)
-
-    def save(self, path: Path) -> Path:
-        path.write_text(json.dumps({'table': self.table(),
-                                    'rollouts': [asdict(r) for r in self.rollouts]}, indent=1))
-        return path
 
 
 class _ModuleSpec(NodeSpec):
@@ -203,7 +154,7 @@ def evaluate(checkpoint_dirs, tasks, n_rollouts: int, regions=('id', 'ood'), var
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     result = Evaluation()
-    names = _names([Path(c) for c in checkpoint_dirs])
+    names = checkpoint_names([Path(c) for c in checkpoint_dirs])
     for ckpt, name in names.items():
         specs = deploy_graph(ckpt.resolve(), out_dir / name / 'episodes', lab, policy)
         with Graph(specs, log_dir=out_dir / name / 'logs') as graph:
@@ -232,10 +183,3 @@ def evaluate(checkpoint_dirs, tasks, n_rollouts: int, regions=('id', 'ood'), var
     result.save(out_dir / 'results.json')
     return result
 
-
-def _names(dirs: list[Path]) -> dict[Path, str]:
-    """Short unique labels: the directory name, with its parent where names collide."""
-    names = {d: d.name for d in dirs}
-    if len(set(names.values())) < len(dirs):
-        names = {d: f'{d.parent.name}_{d.name}' for d in dirs}
-    return names
