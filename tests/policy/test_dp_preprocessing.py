@@ -97,7 +97,7 @@ def test_training_windows_and_the_runner_see_the_same_pixels(tmp_path):
     pre = runner.model.preprocessor
     ep = EpisodeArrays('ep', 'real', {CAMS[0]: np.stack([pre.resize(f) for f in native])},
                        np.zeros((3, 7), np.float32), np.zeros((3, 7), np.float32),
-                       np.arange(3, dtype=np.int64))
+                       np.arange(3, dtype=np.int64) * 100_000_000)  # 10 Hz: stride 1
     window = WindowDataset([ep], cfg, train=False)[2]['images'][cfg.camera_keys[0]]
     got, _ = runner.preprocess({CAMS[0]: native[1:]}, np.zeros((2, 7)))
     torch.testing.assert_close(got[cfg.camera_keys[0]][0], window, rtol=0, atol=0)

@@ -20,6 +20,7 @@ from comsim_core.config import load_config
 DEFAULT_JOINTS = ['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6', 'gripper']
 DEFAULT_CAMERAS = ['/cameras/front/image_raw', '/cameras/side/image_raw']
 COMMAND_TOPIC = '/joint_trajectory_controller/joint_trajectory'
+NORMALIZATIONS = ('limits', 'data')
 
 
 class ConfigError(core_config.ConfigError):
@@ -94,7 +95,21 @@ class PolicyConfig:
     n_obs_steps: int = 2
     horizon: int = 16
     n_action_steps: int = 8
-    control_hz: float = 10.0   # frame rate of the training data = the rate actions are for
+    # The rate the policy acts at, independent of the cameras: each window samples frames
+    # 1/control_hz apart (episodes must be filmed at a whole multiple of it), and every frame
+    # starts a window, so a 30 Hz camera gives three phase offsets of the 10 Hz windows.
+    control_hz: float = 10.0
+    # Tasks this checkpoint was trained for (episodes of other tasks are left out of training);
+    # empty: every task in the data, without telling the network which one it faces.
+    tasks: list[str] = field(default_factory=list)
+    # How states and actions map to [-1, 1]: 'data' = min/max of the training data (fit it on
+    # data that covers every motion the policy must make: min/max of demos from one region
+    # forbids the joint angles another region needs); 'limits' = the robot's joint limits
+    # (nothing forbidden, but coarser: on the overfit test's episodes, whose motion spans a
+    # tenth of the limits, 400 steps reached an open-loop error 2.6x holding still vs 0.64x
+    # with 'data', so it needs a larger budget).
+    normalization: str = 'data'
+    robot_model: str = ''      # MJCF/URDF for 'limits'; '' = the ComSim arm
     model: ModelConfig = field(default_factory=ModelConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -124,6 +139,11 @@ class PolicyConfig:
             raise ConfigError(f'crop_size {self.crop_size} exceeds image_size {self.image_size}')
         if not 1 <= self.n_obs_steps <= self.horizon:
             raise ConfigError(f'n_obs_steps {self.n_obs_steps} must be in [1, horizon]')
+        if self.normalization not in NORMALIZATIONS:
+            raise ConfigError(f'normalization {self.normalization!r}: expected one of '
+                              f'{list(NORMALIZATIONS)}')
+        if not self.control_hz > 0:
+            raise ConfigError(f'control_hz {self.control_hz} must be > 0')
         if self.n_obs_steps - 1 + self.n_action_steps > self.horizon:
             raise ConfigError(f'n_obs_steps - 1 + n_action_steps ({self.n_obs_steps - 1} + '
                               f'{self.n_action_steps}) exceeds horizon {self.horizon}')

@@ -1,7 +1,10 @@
-"""Min/max normalisation of states and actions to [-1, 1], fitted on training data only.
+"""Min/max normalisation of states and actions to [-1, 1]: the robot's joint limits, or the data.
 
-The diffusion model works in [-1, 1] (DDPM clips samples there), so the stats are part of
-the policy: they are saved with the checkpoint and applied identically at inference.
+The diffusion model works in [-1, 1] (DDPM clips samples there), so the range is part of the
+policy: saved with the checkpoint and applied identically at inference. Whatever lies outside
+it the policy can never output, which is why the default is the robot's joint limits
+(``PolicyConfig.normalization``): min/max of demonstrations from one region forbids the joint
+angles another region needs, whatever the images show.
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import nn
+
+from comsim_core.robot.model import RobotModel
 
 EPS = 1e-4
 
@@ -20,6 +25,17 @@ class RangeNormalizer(nn.Module):
         super().__init__()
         self.register_buffer('min', torch.zeros(dim))
         self.register_buffer('max', torch.ones(dim))
+
+    @classmethod
+    def from_range(cls, low, high) -> RangeNormalizer:
+        """Stats from given bounds (the robot's joint limits), one per dimension."""
+        low, high = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
+        if low.shape != high.shape or low.ndim != 1 or not np.all(high >= low):
+            raise ValueError(f'bad range: low {low.tolist()}, high {high.tolist()}')
+        norm = cls(low.shape[0])
+        norm.min.copy_(torch.from_numpy(low).float())
+        norm.max.copy_(torch.from_numpy(high).float())
+        return norm
 
     @classmethod
     def fit(cls, data: np.ndarray) -> RangeNormalizer:
@@ -64,3 +80,21 @@ class PolicyNormalizer(nn.Module):
         norm.state = RangeNormalizer.fit(states)
         norm.action = RangeNormalizer.fit(actions)
         return norm
+
+    @classmethod
+    def from_limits(cls, low, high) -> PolicyNormalizer:
+        """States and actions are both joint positions: both get the joint limits."""
+        norm = cls(len(low), len(low))
+        norm.state = RangeNormalizer.from_range(low, high)
+        norm.action = RangeNormalizer.from_range(low, high)
+        return norm
+
+
+def joint_limits(joint_names: list[str], robot_model: str = '') -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) of ``joint_names`` on ``robot_model`` ('' = the ComSim arm)."""
+    robot = RobotModel.load(robot_model or None)
+    missing = [n for n in joint_names if n not in robot.joint_names]
+    if missing:
+        raise ValueError(f'joints {missing} are not in the robot model {robot.joint_names}')
+    idx = [robot.joint_names.index(n) for n in joint_names]
+    return robot.lower[idx], robot.upper[idx]

@@ -1,9 +1,11 @@
 """``WindowDataset``: (observation window, action sequence) samples over decoded episodes.
 
-Sample ``(e, t)``: observations at steps t-T_obs+1..t, actions at t-T_obs+1..t-T_obs+horizon
-(Chi et al.'s layout: row T_obs-1 of the action sequence is "now"). Indices outside the
-episode repeat the first/last step, so every frame is a sample and the policy learns to hold
-still at the end.
+Steps are one control period apart (``frame_stride`` frames of the episode, from the policy's
+``control_hz``), so the policy's horizon covers the same seconds whatever rate an episode was
+filmed at. Sample ``(e, t)``: observations at steps -T_obs+1..0 from frame t, actions at steps
+-T_obs+1..-T_obs+horizon (Chi et al.'s layout: row T_obs-1 of the action sequence is "now").
+Every frame starts a window, so each phase offset of a faster camera is a sample; indices
+outside the episode repeat the first/last frame, so the policy learns to hold still at the end.
 """
 
 from __future__ import annotations
@@ -14,7 +16,23 @@ from torch.utils.data import Dataset
 
 from ..config import PolicyConfig
 from ..preprocessing import ImagePreprocessor
-from .episode_arrays import EpisodeArrays
+from .episode_arrays import EpisodeArrays, EpisodeDataError
+
+
+def frame_stride(episode: EpisodeArrays, control_hz: float, tolerance: float = 0.15) -> int:
+    """Frames between two control steps: the episode's frame rate over ``control_hz``, which
+    must be a whole number (within ``tolerance``) — a window spans the same seconds on every
+    episode, or the actions would be for a different rate than the policy runs at."""
+    rate = episode.rate_hz
+    if rate is None:
+        return 1
+    ratio = rate / float(control_hz)
+    stride = int(round(ratio))
+    if stride < 1 or abs(ratio - stride) > tolerance:
+        raise EpisodeDataError(f'{episode.name}: frames at {rate:.2f} Hz are not a whole multiple '
+                               f'of the policy\'s control_hz {control_hz:g} (ratio {ratio:.2f}); '
+                               f'film at a multiple of it or change control_hz')
+    return stride
 
 
 class WindowDataset(Dataset):
@@ -33,6 +51,7 @@ class WindowDataset(Dataset):
         self.index = np.array([(e, t) for e, ep in enumerate(episodes) for t in range(len(ep))],
                               dtype=np.int64)
         self.episode_of = self.index[:, 0]
+        self.strides = [frame_stride(ep, config.control_hz) for ep in episodes]
 
     def __len__(self) -> int:
         return int(self.index.shape[0])
@@ -49,10 +68,10 @@ class WindowDataset(Dataset):
         e, t = (int(v) for v in self.index[i])
         ep = self.episodes[e]
         c = self.config
-        n = len(ep)
-        obs_idx = np.clip(np.arange(t - c.n_obs_steps + 1, t + 1), 0, n - 1)
-        act_idx = np.clip(np.arange(t - c.n_obs_steps + 1, t - c.n_obs_steps + 1 + c.horizon),
-                          0, n - 1)
+        n, s = len(ep), self.strides[e]
+        first = t - (c.n_obs_steps - 1) * s
+        obs_idx = np.clip(first + s * np.arange(c.n_obs_steps), 0, n - 1)
+        act_idx = np.clip(first + s * np.arange(c.horizon), 0, n - 1)
         rng = self._rng()
         images = {}
         for key, topic in zip(c.camera_keys, c.camera_topics, strict=True):

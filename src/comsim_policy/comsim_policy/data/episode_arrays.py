@@ -2,8 +2,10 @@
 
 Per frame of the first camera: every camera's image resized to the policy's image size, the
 joint positions (state) and the commanded joint targets in force (action), both in the
-policy's joint order. Where no command is in force yet (or the command topic is absent from a
-sim/pseudo-real episode), the action falls back to the next frame's joint positions.
+policy's joint order. A paired episode (ground truth, replays) is read through its
+``/real/...`` camera streams, under the policy's topic names. Where no command is in force
+yet (or the command topic is absent from a sim/pseudo-real episode), the action falls back to
+the next frame's joint positions.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from comsim_core.errors import UserError
 from ..config import DEFAULT_JOINTS, PolicyConfig
 from ..preprocessing import ImagePreprocessor
 
-SOURCES = ('real', 'sim', 'pseudo_real')
+SOURCES = ('real', 'sim', 'pseudo_real', 'gt')   # gt: the bench lab filming a sim episode
 
 
 class EpisodeDataError(UserError, ValueError):
@@ -58,6 +60,13 @@ def episode_source(metadata: dict, override: str | None = None) -> str:
     return src
 
 
+def camera_stream(topics, camera_topic: str) -> str:
+    """The stream that holds ``camera_topic``'s images: itself, or a paired episode's real one
+    (``/real`` + topic); the reader names a missing topic when neither exists."""
+    real = f'/real{camera_topic}'
+    return real if camera_topic not in topics and real in topics else camera_topic
+
+
 def _reorder(names: list[str] | None, wanted: list[str], what: str, path: Path) -> list[int]:
     names = list(names) if names is not None else list(DEFAULT_JOINTS)
     missing = [n for n in wanted if n not in names]
@@ -77,14 +86,17 @@ def load_episode_arrays(path: Path | str, config: PolicyConfig, source: str | No
         c_order = None
         if cmd_topic is not None:
             c_order = _reorder(ep.commands(cmd_topic).names, config.joint_names, cmd_topic, path)
+        cameras = [camera_stream(ep.topics, t) for t in config.camera_topics]
         pre = ImagePreprocessor.from_config(config)
         images: dict[str, list[np.ndarray]] = {c: [] for c in config.camera_topics}
         native: dict[str, list[int]] = {}
         states, cmds, ts = [], [], []
-        stream = ep.frames(config.camera_topics, config.joint_topic, cmd_topic, tolerance_s,
+        stream = ep.frames(cameras, config.joint_topic, cmd_topic, tolerance_s,
                            skip_unaligned=True)
+        topic_of = dict(zip(cameras, config.camera_topics, strict=True))
         for frame in stream:
-            for cam, img in frame.images.items():
+            for stream_topic, img in frame.images.items():
+                cam = topic_of[stream_topic]
                 native.setdefault(cam, [int(img.shape[0]), int(img.shape[1])])
                 images[cam].append(pre.resize(img))
             states.append(frame.joint_position[j_order])

@@ -33,7 +33,7 @@ def native_episode(path: Path, config) -> dict:
     """Native RGB frames per camera, joint state and action per first-camera frame."""
     from comsim_core.episodes import Episode  # noqa: PLC0415
 
-    from ..data.episode_arrays import _reorder  # noqa: PLC0415
+    from ..data.episode_arrays import _reorder, camera_stream  # noqa: PLC0415
 
     with Episode.open(path) as ep:
         j_order = _reorder(ep.joint_states(config.joint_topic).names, config.joint_names,
@@ -42,19 +42,28 @@ def native_episode(path: Path, config) -> dict:
         c_order = (_reorder(ep.commands(cmd_topic).names, config.joint_names, cmd_topic, path)
                    if cmd_topic else None)
         images = {c: [] for c in config.camera_topics}
-        states, actions = [], []
-        for frame in ep.frames(config.camera_topics, config.joint_topic, cmd_topic,
+        states, actions, stamps = [], [], []
+        streams = {camera_stream(ep.topics, c): c for c in config.camera_topics}
+        for frame in ep.frames(list(streams), config.joint_topic, cmd_topic,
                                skip_unaligned=True):
-            for cam, img in frame.images.items():
-                images[cam].append(img)
+            for stream, img in frame.images.items():
+                images[streams[stream]].append(img)
             states.append(frame.joint_position[j_order])
+            stamps.append(frame.t_ns)
             cmd = frame.command
             actions.append(cmd[c_order] if cmd is not None and c_order is not None else None)
     state = np.asarray(states)
     action = np.array([a if a is not None else state[min(i + 1, len(state) - 1)]
                        for i, a in enumerate(actions)])
+    t = np.asarray(stamps, dtype=np.float64)
+    rate = (len(t) - 1) / ((t[-1] - t[0]) / 1e9) if len(t) > 1 and t[-1] > t[0] else None
     return {'images': {c: np.stack(v) for c, v in images.items()}, 'state': state,
-            'action': action}
+            'action': action, 'rate_hz': rate}
+
+
+def _stride(ep: dict, control_hz: float) -> int:
+    """Frames per control step (the windows training built: ``data.dataset.frame_stride``)."""
+    return max(1, int(round(ep['rate_hz'] / control_hz))) if ep.get('rate_hz') else 1
 
 
 def replay(runner: PolicyRunner, ep: dict, stride: int = 4, seed: int = 0) -> dict:
@@ -63,12 +72,13 @@ def replay(runner: PolicyRunner, ep: dict, stride: int = 4, seed: int = 0) -> di
     n = len(ep['state'])
     rows = runner.execute_slice
     n_exec = rows.stop - rows.start
+    step = _stride(ep, cfg.control_hz)
     err, hold, grip_err = [], [], []
     for t in range(0, n, stride):
-        obs_idx = np.clip(np.arange(t - cfg.n_obs_steps + 1, t + 1), 0, n - 1)
+        obs_idx = np.clip(t + step * np.arange(-cfg.n_obs_steps + 1, 1), 0, n - 1)
         images = {c: ep['images'][c][obs_idx] for c in cfg.camera_topics}
         pred = runner.predict(images, ep['state'][obs_idx], seed=seed + t)[rows]
-        idx = np.clip(np.arange(t, t + n_exec), 0, n - 1)
+        idx = np.clip(t + step * np.arange(n_exec), 0, n - 1)
         truth = ep['action'][idx]
         err.append(np.abs(pred - truth))
         hold.append(np.abs(ep['state'][t][None] - truth))

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-from comsim_core.episodes import find_episodes
+from comsim_core.episodes import find_episodes, read_meta
 
 from ..config import PolicyConfig
 from ..data.cache import FrameCache
+from ..data.dataset import frame_stride
 from ..data.episode_arrays import (
     SOURCES,
     EpisodeArrays,
@@ -51,7 +52,8 @@ def load_all(specs: list[DataSpec], config: PolicyConfig, cache: FrameCache,
              skipped: list[str] | None = None) -> list[EpisodeArrays]:
     """Every episode under every spec, decoded through the cache (in a stable order).
 
-    Only successful demonstrations are kept (``episode_success``: ``success: true`` on a
+    Episodes of tasks outside ``config.tasks`` (when it names any) are left out. Only
+    successful demonstrations are kept (``episode_success``: ``success: true`` on a
     complete episode, or confirmed by a person); the rest (failed, recovered, no verdict) are
     left out unless ``config.train.include_failed``, and their names appended to ``skipped``.
     """
@@ -60,6 +62,10 @@ def load_all(specs: list[DataSpec], config: PolicyConfig, cache: FrameCache,
         paths = find_episodes(spec.path)
         if not paths:
             raise EpisodeDataError(f'no episodes under {spec.path}')
+        if config.tasks:
+            paths = [p for p in paths if read_meta(p).task in config.tasks]
+            if not paths:
+                raise EpisodeDataError(f'no episodes of tasks {config.tasks} under {spec.path}')
         if not config.train.include_failed:
             failed = [p for p in paths if episode_success(p) is not True]
             paths = [p for p in paths if p not in failed]
@@ -79,7 +85,8 @@ def prepare(specs: list[DataSpec], config: PolicyConfig, cache: FrameCache) -> P
     """Load, apply mixture counts, split by episode, and fill the config's data facts.
 
     Fills ``config.camera_sizes`` (native sizes, preferring real episodes: the robot is real)
-    and ``config.control_hz`` (median frame rate) in place.
+    in place, and checks every episode is filmed at a whole multiple of ``config.control_hz``
+    (``frame_stride``).
     """
     failed: list[str] = []
     episodes = load_all(specs, config, cache, failed)
@@ -95,14 +102,13 @@ def prepare(specs: list[DataSpec], config: PolicyConfig, cache: FrameCache) -> P
     if not config.camera_sizes:
         config.camera_sizes = {cam: list(ranked[0].native_sizes[cam])
                                for cam in config.camera_topics}
-    rates = [e.rate_hz for e in episodes if e.rate_hz]
-    if rates:
-        config.control_hz = round(float(np.median(rates)), 3)
+    strides = Counter(frame_stride(e, config.control_hz) for e in episodes)
     summary = {'episodes': len(episodes), 'train_episodes': len(train),
                'val_episodes': len(val), 'frames': int(sum(len(e) for e in episodes)),
                'sources': dict(Counter(e.source for e in episodes)),
                'commands_used': int(sum(e.commands_used for e in episodes)),
-               'failed_skipped': len(failed)}
+               'failed_skipped': len(failed),
+               'frame_strides': {int(k): v for k, v in sorted(strides.items())}}
     return PreparedData(train, val, summary)
 
 

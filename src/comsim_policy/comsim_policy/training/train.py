@@ -39,7 +39,7 @@ from ..data.dataset import WindowDataset
 from ..data.mixture import MixtureSampler
 from ..inference import default_device, limit_cpu_threads
 from ..model.policy import DiffusionPolicyModel
-from ..normalizer import PolicyNormalizer
+from ..normalizer import PolicyNormalizer, joint_limits
 from ..schedulers import inference_scheduler, train_scheduler
 from .data_setup import DataSpec, PreparedData, prepare, stacked
 
@@ -58,6 +58,13 @@ def policy_ema(averaged: torch.nn.Module, decay: float, warmup_steps: int) -> EM
     return EMAModel(averaged.parameters(), decay=decay, use_ema_warmup=warmup_steps > 0,
                     inv_gamma=max(warmup_steps, 1), power=1.0,
                     min_decay=0.0 if warmup_steps > 0 else decay)
+
+
+def fit_normalizer(config: PolicyConfig, data: PreparedData) -> PolicyNormalizer:
+    """The [-1, 1] mapping ``config.normalization`` names (see ``normalizer``)."""
+    if config.normalization == 'limits':
+        return PolicyNormalizer.from_limits(*joint_limits(config.joint_names, config.robot_model))
+    return PolicyNormalizer.fit(stacked(data.train, 'state'), stacked(data.train, 'action'))
 
 
 def _to(batch: dict, device: torch.device) -> dict:
@@ -150,8 +157,7 @@ def train(config: PolicyConfig, specs: list[DataSpec], out: Path | str, resume: 
     log(f'data: {data.summary} (cache hits {cache.hits}, decoded {cache.misses}) in '
         f'{time.perf_counter() - t0:.1f} s')
     model = DiffusionPolicyModel(config)
-    model.normalizer = PolicyNormalizer.fit(stacked(data.train, 'state'),
-                                            stacked(data.train, 'action'))
+    model.normalizer = fit_normalizer(config, data)
     model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay)
     # `ema` keeps the average; `averaged` is the model it is copied into to validate and save
@@ -227,13 +233,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='comsim-policy-train', description=__doc__.split('\n')[0])
     p.add_argument('--config', type=Path, required=True, help='policy YAML (PolicyConfig)')
     p.add_argument('--data', nargs='+', required=True, metavar='DIR[:source]',
-                   help='episode directories; source = real | sim | pseudo_real overrides '
-                        'episode.yaml')
+                   help='episode directories; source = real | sim | pseudo_real | gt '
+                        'overrides episode.yaml')
     p.add_argument('--out', type=Path, required=True, help='checkpoint directory')
     p.add_argument('--resume', action='store_true', help='continue from OUT/training_state')
     p.add_argument('--max-steps', type=int, default=None)
     p.add_argument('--device', default=None, help='cpu | cuda | auto (default: config)')
     p.add_argument('--cache-dir', default=None, help="frame cache; '' disables it")
+    p.add_argument('--tasks', nargs='+', default=None,
+                   help='train only on episodes of these tasks (default: config; empty = all)')
     return p
 
 
@@ -246,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         config.train.device = args.device
     if args.cache_dir is not None:
         config.train.cache_dir = args.cache_dir
+    if args.tasks is not None:
+        config.tasks = list(args.tasks)
     specs = [DataSpec.parse(d) for d in args.data]
     summary = train(config, specs, args.out, args.resume, max_steps=args.max_steps)
     print(json.dumps({k: v for k, v in summary.items() if k != 'history'}))

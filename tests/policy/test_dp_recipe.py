@@ -1,0 +1,89 @@
+"""The training recipe's data rules: control rate apart from the camera rate, per-task
+checkpoints, paired (ground-truth) episodes read through their real streams, normalisation."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from comsim_core.robot.model import RobotModel
+from comsim_policy.config import ConfigError, PolicyConfig
+from comsim_policy.data.cache import FrameCache
+from comsim_policy.data.dataset import WindowDataset, frame_stride
+from comsim_policy.data.episode_arrays import EpisodeArrays, EpisodeDataError, camera_stream
+from comsim_policy.normalizer import PolicyNormalizer, joint_limits
+from comsim_policy.training.data_setup import DataSpec, prepare
+from comsim_policy.training.train import fit_normalizer
+from fixtures.policy_episodes import FRONT, tiny_config, write_episode
+
+
+def _episode(n: int, rate_hz: float, cams=(FRONT,)) -> EpisodeArrays:
+    """Frame i shows value i in every pixel and has state = action = i (so indices are
+    readable from a window)."""
+    idx = np.arange(n, dtype=np.float32)
+    images = {c: np.broadcast_to(np.arange(n, dtype=np.uint8)[:, None, None, None],
+                                 (n, 24, 32, 3)).copy() for c in cams}
+    state = np.repeat(idx[:, None], 7, 1)
+    t_ns = (np.arange(n) * (1e9 / rate_hz)).astype(np.int64)
+    return EpisodeArrays('ep', 'real', images, state, state.copy(), t_ns)
+
+
+def test_windows_step_one_control_period_whatever_the_camera_rate():
+    cfg = tiny_config()                     # control_hz 10, n_obs 2, horizon 8
+    ds = WindowDataset([_episode(60, 30.0)], cfg, train=False)
+    assert ds.strides == [3] and len(ds) == 60        # every frame (each phase) starts a window
+    sample = ds[30]
+    assert sample['state'][:, 0].tolist() == [27, 30]
+    assert sample['action'][:, 0].tolist() == [27, 30, 33, 36, 39, 42, 45, 48]
+    # the same seconds at 10 Hz: one frame per step
+    ds10 = WindowDataset([_episode(20, 10.0)], cfg, train=False)
+    assert ds10.strides == [1]
+    assert ds10[10]['action'][:, 0].tolist() == [9, 10, 11, 12, 13, 14, 15, 16]
+
+
+def test_a_rate_that_is_not_a_multiple_of_the_control_rate_is_refused():
+    with pytest.raises(EpisodeDataError, match='15.00 Hz .* control_hz 10'):
+        frame_stride(_episode(30, 15.0), 10.0)
+    assert frame_stride(_episode(30, 29.4), 10.0) == 3   # a camera a little slow: still 3
+
+
+def test_per_task_training_keeps_only_that_tasks_episodes(tmp_path):
+    for seed in (0, 1, 2):
+        write_episode(tmp_path / 'eps', seed, n_frames=12)
+    cfg = tiny_config(val_fraction=0.0)
+    cfg.tasks = ['synth1']
+    data = prepare([DataSpec(tmp_path / 'eps')], cfg, FrameCache(None, cfg))
+    assert [e.name.endswith('synth1') for e in data.train] == [True]
+    assert cfg.control_hz == 10.0                         # the policy's, not the camera's
+    cfg.tasks = ['no_such_task']
+    with pytest.raises(EpisodeDataError, match='no episodes of tasks'):
+        prepare([DataSpec(tmp_path / 'eps')], cfg, FrameCache(None, cfg))
+
+
+def test_paired_episodes_are_read_through_their_real_streams():
+    topics = ['/real/cameras/front/image_raw', '/sim/cameras/front/image_raw', '/joint_states']
+    assert camera_stream(topics, '/cameras/front/image_raw') == '/real/cameras/front/image_raw'
+    # a normal episode keeps its own topic, even if it also had a /real one
+    assert camera_stream(['/cameras/front/image_raw', *topics],
+                         '/cameras/front/image_raw') == '/cameras/front/image_raw'
+
+
+def test_limits_normalisation_covers_every_reachable_joint_value():
+    cfg = tiny_config()
+    cfg.normalization = 'limits'
+    low, high = joint_limits(cfg.joint_names)
+    robot = RobotModel.load(None)
+    assert np.allclose(low, robot.lower) and np.allclose(high, robot.upper)
+    norm = fit_normalizer(cfg, data=None)
+    q = torch.from_numpy(np.stack([low, high, (low + high) / 2])).float()
+    y = norm.action.normalize(q)
+    assert torch.allclose(y[0], -torch.ones(7), atol=1e-5)
+    assert torch.allclose(y[1], torch.ones(7), atol=1e-5)
+    # 'data' fits min/max of the training data: a value outside it maps beyond [-1, 1]
+    data = PolicyNormalizer.fit(np.zeros((2, 7)) + [[0.0], [0.1]], np.zeros((2, 7)) + [[0], [1]])
+    assert float(data.state.normalize(torch.full((7,), 0.2))[0]) == pytest.approx(3.0, abs=1e-4)
+
+
+def test_unknown_normalization_is_a_config_error():
+    with pytest.raises(ConfigError, match="normalization 'minmax'"):
+        PolicyConfig(normalization='minmax')
