@@ -121,7 +121,10 @@ def main(argv=None) -> int:
     parser.add_argument('--ground-truth-episodes', type=int, default=3,
                         help='translated sim episodes scored against bench-lab ground truth '
                              '(one per task in turn; 0: none)')
-    parser.add_argument('--rollouts-per-task', type=int, default=1)
+    parser.add_argument('--rollouts', type=int, default=20,
+                        help='closed-loop rollouts per checkpoint, task and region (in process)')
+    parser.add_argument('--regions', nargs='+', default=['id', 'ood'],
+                        help='layout regions the policies are evaluated on')
     parser.add_argument('--skip-neural-sim', action='store_true')
     parser.add_argument('--skip-policy', action='store_true')
     parser.add_argument('--reuse-episodes', type=Path,
@@ -162,7 +165,7 @@ def main(argv=None) -> int:
         from comsim_policy.stage import policy_stage
         pol = policy_stage(out / 'policy_stage', episodes, pseudo_real,
                            log=lambda m: print(f'[policy] {m}', flush=True),
-                           rollouts_per_task=args.rollouts_per_task)
+                           rollouts=args.rollouts, regions=args.regions)
         sections.append(report.policy_section(pol, out))
         _write(out, sections)
     sections += ['', f'Total wall time: {time.monotonic() - t0:.0f} s.', '']

@@ -199,8 +199,9 @@ def trained_row(t: TrainedPolicy) -> str:
     src = ', '.join(f'{k} {v}' for k, v in sorted(t.episodes.get('sources', {}).items()))
     if t.episodes.get('failed_skipped'):
         src += f" ({t.episodes['failed_skipped']} failed left out)"
-    return (f'| {t.name} | {src} | {t.steps} | {t.samples_per_s:.0f} | {t.wall_s:.0f} | '
-            f'{fmt(t.val_loss)} | {fmt(t.val_action_mae)} | {fmt(t.val_image_sensitivity)} |')
+    return (f'| {t.name} | {t.task or "all"} | {src} | {t.steps} | {t.samples_per_s:.0f} | '
+            f'{t.wall_s:.0f} | {fmt(t.val_loss)} | {fmt(t.val_action_mae)} | '
+            f'{fmt(t.val_image_sensitivity)} |')
 
 
 def policy_section(res: PolicyStageResult, out: Path) -> str:
@@ -212,12 +213,16 @@ def policy_section(res: PolicyStageResult, out: Path) -> str:
              'diffusion loss and mean absolute DDIM action error (rad; gripper m); image '
              'sensitivity: how far the actions move when a window gets another window\'s '
              'images (~0: the policy ignores its cameras).', '',
-             '| checkpoint | episodes | steps | samples/s | wall (s) | val loss | '
-             'val action error | image sensitivity |', '|---|---|---|---|---|---|---|---|',
+             '| arm | task | episodes | steps | samples/s | wall (s) | val loss | '
+             'val action error | image sensitivity |', '|---|---|---|---|---|---|---|---|---|',
              *[trained_row(t) for t in res.trained], '',
-             f'Closed loop on the bench lab over DDS: {res.rollouts_per_task} rollout(s) per '
-             f'task, in-distribution layouts (seeds {res.eval_seed}..), {res.timeout_s:g} sim s '
-             f'each; {res.eval_wall_s:.0f} s wall.', '', res.evaluation.markdown(), '']
+             f'Closed loop on the bench lab, in process (the deploy node\'s controller on sim '
+             f'time): {res.rollouts} rollouts per checkpoint, task and region '
+             f'({", ".join(res.regions)} layouts, the same seeds {res.eval_seed}.. for every '
+             f'checkpoint), each up to {res.timeout_factor:g}x the scripted expert\'s time on '
+             f'its layout; {res.eval_wall_s:.0f} s wall. Success k/N with its Wilson 95 % '
+             'interval; between two checkpoints the exact McNemar test on the paired seeds.',
+             '', res.evaluation.markdown(), '']
     for rollout, png in res.pictures:
         lines += [f'**{rollout.checkpoint}** on {rollout.task} (seed {rollout.seed}, '
                   f'{"success" if rollout.success else "failure"}):', '',

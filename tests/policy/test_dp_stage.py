@@ -1,5 +1,6 @@
-"""The main job's policy stage: trains real and real + pseudo-real checkpoints, rolls each out
-once on the bench lab over DDS, and returns training numbers, the success table and a picture.
+"""The main job's policy stage: trains real and real + pseudo-real checkpoints per task, rolls
+each out in process on the bench lab, and returns training numbers, the success table (with the
+paired test) and a picture.
 
 Synthetic episodes at the bench lab's native 240x320 (the policy node refuses a checkpoint
 trained on other sizes) and a tiny config keep it to seconds of training.
@@ -9,7 +10,6 @@ from __future__ import annotations
 import math
 import os
 
-import pytest
 import torch
 import yaml
 
@@ -68,40 +68,47 @@ def test_limit_cpu_threads_respects_omp(monkeypatch):
         torch.set_num_threads(before)
 
 
-@pytest.mark.ros
 def test_stage_end_to_end(tmp_path):
     real, pseudo = tmp_path / 'real', tmp_path / 'pseudo_real'
     for seed in (0, 1):
-        write_episode(real, seed, n_frames=20, size=LAB_SIZE)
-    write_episode(pseudo, 2, n_frames=20, size=LAB_SIZE, source='pseudo_real')
+        write_episode(real, seed, n_frames=20, size=LAB_SIZE, task='move_card')
+    write_episode(pseudo, 2, n_frames=20, size=LAB_SIZE, source='pseudo_real', task='move_card')
     cfg = tiny_config(cameras=(FRONT,), max_steps=20, val_fraction=0.5, val_every=20,
                       log_every=10)
     cfg.scheduler.num_inference_steps = 4
     out = tmp_path / 'out'
     lines: list[str] = []
-    res = policy_stage(out, real, pseudo, log=lines.append, rollouts_per_task=1,
-                       tasks=['move_card'], config=cfg, timeout_s=2.0,
-                       lab={'camera_rate_hz': 10.0})
+    for seed in (0, 1):   # another task's episodes: left out of move_card's checkpoints
+        write_episode(real, 10 + seed, n_frames=20, size=LAB_SIZE)
+    res = policy_stage(out, real, pseudo, log=lines.append, rollouts=2, regions=['id'],
+                       tasks=['move_card'], config=cfg,
+                       evaluation={'workers': 1, 'timeout_factor': 0.2})
     table = {r['checkpoint']: r for r in res.evaluation.table()}
     assert [t.name for t in res.trained] == ['real', 'real_pseudo']
     for trained, sources in zip(res.trained, ({'real': 2}, {'real': 2, 'pseudo_real': 1})):
-        ckpt = out / 'policy' / trained.name
-        assert trained.path == ckpt
+        ckpt = out / 'policy' / trained.name / 'move_card'
+        assert trained.path == ckpt and trained.task == 'move_card'
         assert (ckpt / 'model.safetensors').exists() and (ckpt / 'config.yaml').exists()
-        assert load_config(ckpt).camera_sizes == {FRONT: list(LAB_SIZE)}
-        row = table[trained.name]
+        saved = load_config(ckpt)
+        assert saved.camera_sizes == {FRONT: list(LAB_SIZE)} and saved.tasks == ['move_card']
+        row = table[f'{trained.name}_move_card']
         assert (row['task'], row['region'], row['variant'], row['rollouts']) == \
-            ('move_card', 'id', 'default', 1)
-        assert row['successes'] in (0, 1)
+            ('move_card', 'id', 'default', 2)
+        assert row['successes'] in (0, 1, 2)
         assert trained.steps == 20 and trained.samples_per_s > 0 and trained.wall_s >= 0
         for v in (trained.val_loss, trained.val_action_mae, trained.val_image_sensitivity):
             assert v is not None and math.isfinite(v) and v >= 0, trained
         assert trained.episodes['sources'] == sources
     assert res.checkpoints == out / 'policy' and res.cameras == 1
-    assert res.rollouts_per_task == 1 and res.timeout_s == 2.0 and res.eval_seed == 1000
-    mixed = yaml.safe_load((out / 'policy' / 'real_pseudo' / 'config.yaml').read_text())
+    assert res.rollouts == 2 and res.regions == ['id'] and res.eval_seed == 1000
+    paired = res.evaluation.paired()
+    assert [(p['a'], p['b'], p['pairs']) for p in paired] == \
+        [('real_move_card', 'real_pseudo_move_card', 2)]
+    mixed = yaml.safe_load((out / 'policy' / 'real_pseudo' / 'move_card' / 'config.yaml')
+                           .read_text())
     assert mixed['train']['mixture'] == {'real': 1.0, 'pseudo_real': 1.0}
-    assert sorted(r.checkpoint for r, _ in res.pictures) == ['real', 'real_pseudo']
+    assert sorted(r.checkpoint for r, _ in res.pictures) == ['real_move_card',
+                                                             'real_pseudo_move_card']
     for _, png in res.pictures:
         assert png.parent == out / 'pictures' and png.stat().st_size > 1000
     assert any('[policy:eval]' in s for s in lines)

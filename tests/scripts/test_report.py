@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from comsim_core.report.images import save_png
-from comsim_policy.evaluation.closed_loop import Evaluation, Rollout
+from comsim_policy.evaluation.results import Evaluation, Rollout
 from comsim_policy.stage import PolicyStageResult, TrainedPolicy
 from comsim_teleop.report.recording import EpisodeRow, RecordingSummary, TopicRow
 
@@ -38,18 +38,25 @@ def test_recording_section_keeps_going_past_an_unreadable_episode(tmp_path):
 
 def test_policy_section_links_pictures_relative_to_the_report(tmp_path):
     png = save_png(tmp_path / 'pictures' / 'rollout.png', np.zeros((8, 8, 3), np.uint8))
-    rollouts = [Rollout('real', 'move_card', 'id', 'default', 1000, True, 'ok', 9.0, 40.0),
-                Rollout('real', 'move_card', 'id', 'default', 1001, False, 'timeout', 15, 60)]
+    rollouts = [Rollout('real', 'move_card', 'id', 'default', 1000, True, 'ok', 9.0, 4.0),
+                Rollout('real', 'move_card', 'id', 'default', 1001, False, 'timeout', 15, 6.0),
+                Rollout('real_pseudo', 'move_card', 'id', 'default', 1000, False, 'timeout', 15,
+                        6.0),
+                Rollout('real_pseudo', 'move_card', 'id', 'default', 1001, False, 'timeout', 15,
+                        6.0)]
     res = PolicyStageResult(
         device='cpu', cameras=2, image_size=[96, 128], down_dims=[64, 128], batch_size=32,
         inference_steps=8, checkpoints=tmp_path / 'policy',
         trained=[TrainedPolicy('real', tmp_path / 'policy' / 'real', {'sources': {'real': 5}},
-                               1800, 60.0, 900.0, 0.21, 0.097, 0.011)],
-        rollouts_per_task=2, eval_seed=1000, timeout_s=15.0, eval_wall_s=100.0,
+                               1800, 60.0, 900.0, 0.21, 0.097, 0.011, 'move_card')],
+        rollouts=2, regions=['id'], eval_seed=1000, timeout_factor=2.0, eval_wall_s=100.0,
         evaluation=Evaluation(rollouts), pictures=[(rollouts[0], png)], wall_s=1000.0)
     md = report.policy_section(res, tmp_path)
     assert md.startswith('## Policy')
     assert 'checkpoints under `policy/`' in md
-    assert '| real | real 5 | 1800 | 60 | 900 | 0.2100 | 0.0970 | 0.0110 |' in md
-    assert '| real | move_card | id | default | 1/2 | 50 % | 9–91 % |' in md
+    assert '| real | move_card | real 5 | 1800 | 60 | 900 | 0.2100 | 0.0970 | 0.0110 |' in md
+    assert '| real | move_card | id | default | 1/2 | 50 % | 9–91 % | 5.0 |' in md
+    assert '2 rollouts per checkpoint, task and region (id layouts' in md
+    # the paired test on the same seeds: one discordant pair, p = 1
+    assert '| real | real_pseudo | move_card | id | default | 2 | 1 | 0 | 1 | 0 | 1 |' in md
     assert '![real move_card](pictures/rollout.png)' in md

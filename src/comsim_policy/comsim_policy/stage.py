@@ -1,15 +1,16 @@
 """The main job's policy stage: train on real (and real + pseudo-real) episodes, roll out, report.
 
-One policy is trained on the recorded real episodes (``out/policy/real``); when the neural
-simulator left pseudo-real episodes, a second one on real + pseudo-real through the mixture
-sampler (``out/policy/real_pseudo``), so the report can compare them on the same lab seeds.
-Both are evaluated in closed loop on the bench lab over DDS (in-distribution layouts only, few
-rollouts: a CPU cannot afford more inside the main job); the stage returns what it trained and
-measured, and the main job's report renders it.
+Per task (the recipe trains one checkpoint per task), one policy on the recorded real episodes
+(``out/policy/real/<task>``) and, when the neural simulator left pseudo-real episodes, one on
+real + pseudo-real through the mixture sampler (``out/policy/real_pseudo/<task>``). Every
+checkpoint is rolled out by the in-process evaluator on the bench lab, the same layout seeds
+for each, ``rollouts`` per task and region, so the report gives k/N with intervals and a paired
+test between the two; the stage returns what it trained and measured, the report renders it.
 """
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import shutil
 import time
@@ -28,7 +29,7 @@ from .training.data_setup import DataSpec
 from .training.train import train
 
 if TYPE_CHECKING:
-    from .evaluation.closed_loop import Evaluation, Rollout
+    from .evaluation.results import Evaluation, Rollout
 
 DEFAULT_CONFIG = 'config/policy_train_main_job.yaml'
 DEFAULT_TASKS = ('stack_blocks', 'move_card', 'shake_bottle')
@@ -43,7 +44,7 @@ class PolicyStageError(RuntimeError):
 class TrainedPolicy:
     """One trained checkpoint and the numbers the report shows about its training."""
 
-    name: str
+    name: str                          # the arm: real | real_pseudo
     path: Path
     episodes: dict
     steps: int
@@ -52,6 +53,7 @@ class TrainedPolicy:
     val_loss: float | None
     val_action_mae: float | None
     val_image_sensitivity: float | None = None
+    task: str = ''
 
 
 @dataclass
@@ -66,9 +68,10 @@ class PolicyStageResult:
     inference_steps: int
     checkpoints: Path                 # out/policy
     trained: list[TrainedPolicy]
-    rollouts_per_task: int
+    rollouts: int                     # per task x region
+    regions: list[str]
     eval_seed: int
-    timeout_s: float
+    timeout_factor: float             # a rollout may last this many times the expert's time
     eval_wall_s: float
     evaluation: Evaluation
     pictures: list[tuple[Rollout, Path]]    # (rollout, its contact sheet under out/pictures)
@@ -124,13 +127,16 @@ def single_thread_cpu() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
-def train_policy(name: str, specs: list[DataSpec], config: PolicyConfig, out: Path,
+def train_policy(name: str, task: str, specs: list[DataSpec], config: PolicyConfig, out: Path,
                  log: Callable[[str], None]) -> TrainedPolicy:
-    """Train one checkpoint into ``out/policy/<name>`` (from scratch: any old one is replaced)."""
-    ckpt = out / 'policy' / name
+    """Train ``task``'s checkpoint into ``out/policy/<name>/<task>`` (from scratch: any old one
+    is replaced)."""
+    ckpt = out / 'policy' / name / task
     shutil.rmtree(ckpt, ignore_errors=True)
     t0 = time.monotonic()
-    summary = train(copy.deepcopy(config), specs, ckpt, log=lambda s: log(f'[policy:{name}] {s}'))
+    config = copy.deepcopy(config)
+    config.tasks = [task]
+    summary = train(config, specs, ckpt, log=lambda s: log(f'[policy:{name}:{task}] {s}'))
     wall = time.monotonic() - t0
     history = summary['history']
     rates = [h['samples_per_s'] for h in history if 'samples_per_s' in h]
@@ -139,22 +145,23 @@ def train_policy(name: str, specs: list[DataSpec], config: PolicyConfig, out: Pa
     return TrainedPolicy(name, ckpt, summary['data'], int(summary['steps']),
                          sum(rates) / len(rates) if rates else 0.0, wall,
                          last.get('val_loss'), last.get('val_action_mae'),
-                         last.get('val_image_sensitivity'))
+                         last.get('val_image_sensitivity'), task)
 
 
 def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
-                 log: Callable[[str], None] = print, rollouts_per_task: int = 2,
-                 tasks: Sequence[str] | None = None, *,
+                 log: Callable[[str], None] = print, rollouts: int = 20,
+                 tasks: Sequence[str] | None = None, *, regions: Sequence[str] = ('id', 'ood'),
                  config: PolicyConfig | Path | str | None = None,
-                 cache_dir: Path | str | None = None, timeout_s: float = 15.0,
-                 lab: dict | None = None, policy: dict | None = None) -> PolicyStageResult:
-    """Train, evaluate in closed loop (region 'id'), and return what was trained and measured.
+                 cache_dir: Path | str | None = None,
+                 evaluation: dict | None = None) -> PolicyStageResult:
+    """Train per task and arm, evaluate in process, return what was trained and measured.
 
     ``config`` defaults to ``config/policy_train_main_job.yaml``; ``cache_dir`` (default: the
-    config's, relative to the repository) keeps decoded frames between runs; ``timeout_s`` is
-    each rollout's budget in sim seconds (the expert needs 6-9 s).
+    config's, relative to the repository) keeps decoded frames between runs; ``evaluation``
+    replaces keys of config/evaluation.yaml (workers, lab overrides...).
     """
-    from .evaluation.closed_loop import evaluate  # noqa: PLC0415 (pulls in rclpy)
+    from .evaluation.config import load_config as load_evaluation  # noqa: PLC0415
+    from .evaluation.in_process import evaluate  # noqa: PLC0415
 
     out, real_dir = Path(out), Path(real_dir)
     t_stage = time.monotonic()
@@ -176,13 +183,16 @@ def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
                                      DataSpec(Path(pseudo_real_dir), 'pseudo_real')], mixed))
     else:
         log(f'[policy] no pseudo-real episodes ({pseudo_real_dir}): training on real only')
+    eval_cfg = dataclasses.replace(
+        load_evaluation(None), **{'tasks': tasks, 'rollouts': int(rollouts),
+                                  'regions': list(regions), 'variants': [''],
+                                  'out': str(out / 'policy' / 'evaluation'), 'seed': EVAL_SEED,
+                                  'sheets': 1, **(evaluation or {})})
     with single_thread_cpu():
-        trained = [train_policy(name, specs, c, out, log) for name, specs, c in runs]
+        trained = [train_policy(name, task, specs, c, out, log)
+                   for name, specs, c in runs for task in tasks]
         t_eval = time.monotonic()
-        result = evaluate([t.path for t in trained], tasks, rollouts_per_task, regions=('id',),
-                          out_dir=out / 'policy' / 'evaluation', seed=EVAL_SEED,
-                          timeout_s=timeout_s, sheets=1, lab=lab,
-                          policy={'device': 'cpu', **(policy or {})},
+        result = evaluate([t.path for t in trained], eval_cfg,
                           log=lambda s: log(f'[policy:eval] {s}'))
     eval_wall = time.monotonic() - t_eval
     sheets = _pictures(result.rollouts, out)
@@ -192,8 +202,9 @@ def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
         device=cfg.train.device, cameras=len(cfg.camera_topics),
         image_size=list(cfg.image_size), down_dims=list(cfg.model.down_dims),
         batch_size=cfg.train.batch_size, inference_steps=cfg.scheduler.num_inference_steps,
-        checkpoints=out / 'policy', trained=trained, rollouts_per_task=rollouts_per_task,
-        eval_seed=EVAL_SEED, timeout_s=timeout_s, eval_wall_s=eval_wall, evaluation=result,
+        checkpoints=out / 'policy', trained=trained, rollouts=int(rollouts),
+        regions=list(eval_cfg.regions), eval_seed=EVAL_SEED,
+        timeout_factor=eval_cfg.timeout_factor, eval_wall_s=eval_wall, evaluation=result,
         pictures=sheets, wall_s=wall)
 
 
