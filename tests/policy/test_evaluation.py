@@ -1,4 +1,5 @@
-"""Closed-loop evaluation over DDS with a tiny untrained checkpoint: the graph runs, every
+"""Closed-loop evaluation over DDS (the deployment check; tests/policy/test_in_process_evaluation.py
+covers the in-process mode) with a tiny untrained checkpoint: the graph runs, every
 rollout is recorded as a readable bag, and the table counts rollouts (success not required)."""
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 from comsim_core.episodes.reader import Episode
 from comsim_policy.checkpoint import save_pretrained
 from comsim_policy.config import ModelConfig, PolicyConfig
-from comsim_policy.evaluation.closed_loop import Evaluation, Rollout, evaluate
+from comsim_policy.evaluation.closed_loop import evaluate
+from comsim_policy.evaluation.results import Evaluation, Rollout
 from comsim_policy.model.policy import DiffusionPolicyModel
 
 CAMS = ['/cameras/front/image_raw', '/cameras/side/image_raw']
@@ -72,3 +74,10 @@ def test_cli_config_refuses_typos_and_missing_checkpoints(tmp_path, capsys):
         load_config(str(bad))
     assert main(['--checkpoints', str(tmp_path / 'nope')]) == 2
     assert 'not found' in capsys.readouterr().err
+    bad.write_text('evaluation:\n  mode: ros\n')
+    with pytest.raises(UserError, match="mode 'ros' is not one of"):
+        load_config(str(bad))
+    bad.write_text('evaluation:\n  env: no_such_module:Lab\n')
+    ckpt = tiny_checkpoint(tmp_path / 'ckpt')
+    assert main(['--checkpoints', str(ckpt), '--config', str(bad)]) == 2
+    assert "env 'no_such_module:Lab' is not an importable" in capsys.readouterr().err

@@ -62,12 +62,15 @@ class Environment(Protocol):
         ...
 
 
-def load_environment(spec: str, params: dict[str, Any]) -> Environment:
-    """Build the environment `module:Class` names with `params`; a bad name is one clear line."""
+def environment_class(spec: str) -> type:
+    """The class `module:Class` names; a bad name is one clear line."""
     module, _, attr = spec.partition(':')
     try:
-        cls = getattr(importlib.import_module(module), attr)
+        return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError, ValueError) as exc:
         raise UserError(f'evaluation: env {spec!r} is not an importable module:Class '
                         f'({exc})') from exc
-    return cls(dict(params))
+
+
+def load_environment(spec: str, params: dict[str, Any]) -> Environment:
+    return environment_class(spec)(dict(params))

@@ -36,7 +36,11 @@ from comsim_core.errors import UserError
 from comsim_core.robot.model import RobotModel
 from comsim_policy.controller import Command, Hold, Notice, Output, PolicyController
 from comsim_policy.evaluation.config import EvaluationConfig, node_parameters
-from comsim_policy.evaluation.environment import Environment, load_environment
+from comsim_policy.evaluation.environment import (
+    Environment,
+    environment_class,
+    load_environment,
+)
 from comsim_policy.evaluation.episode_writer import RolloutEpisodeWriter
 from comsim_policy.evaluation.results import Evaluation, Rollout, checkpoint_names
 
@@ -341,6 +345,7 @@ def evaluate_in_process(checkpoints: dict[Path, str], tasks, n_rollouts: int, re
                         log: Callable[[str], None] = print) -> Evaluation:
     """Run every job; `workers` = 1 runs them in this process, otherwise in that many spawned
     processes (0 = one per core). `out_dir/results.json` gets the table and paired tests."""
+    environment_class(spec.env)   # a bad name fails here, not in every worker
     out_dir = Path(spec.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = make_jobs(checkpoints, tasks, n_rollouts, regions, variants, seed, log)
