@@ -76,6 +76,14 @@ def test_a_rollout_is_a_function_of_its_seed(env, checkpoint):
     assert a1.renders <= 2 * ticks
 
 
+def test_a_checkpoint_for_other_cameras_is_refused_in_one_line(env, tmp_path):
+    from comsim_core.errors import UserError
+    ckpt = write_checkpoint(tmp_path / 'small', CAMS, (24, 32))
+    ctl = build_controller(PolicyRunner.load(ckpt, device='cpu'), {}, SHORT.stale_after_s)
+    with pytest.raises(UserError, match='does not match the environment.*240x320.*24x32'):
+        run_rollout(env, ctl, 'move_card', 1000, 'id', '', SHORT, expert_s=1.0)
+
+
 def test_the_scripted_expert_succeeds_through_the_environment_and_standing_still_fails(env):
     """The loop's environment can be solved: the expert's targets through `command_positions`
     and `step` (the calls a rollout makes) complete move_card; doing nothing does not."""

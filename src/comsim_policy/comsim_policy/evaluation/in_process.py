@@ -155,7 +155,11 @@ def run_rollout(env: Environment, ctl: PolicyController, task: str, seed: int, r
     timeout = s.timeout_factor * expert_s + s.timeout_margin_s
     env.reset(task, seed, region, variant)
     cameras = list(ctl.cameras)
-    ctl.check_robot(env.joint_names, {c: env.camera_sizes[c] for c in cameras})
+    try:
+        ctl.check_robot(env.joint_names, dict(env.camera_sizes))
+    except ValueError as exc:   # PolicyMismatchError: wrong joints, cameras, sizes
+        raise UserError(f'evaluation: the checkpoint does not match the environment: {exc}') \
+            from exc
     idx = [env.joint_names.index(n) for n in ctl.joint_names]
     period, n_obs = ctl.period, ctl.history.obs_horizon
     arm = _Arm(env, ctl.joint_names, period, writer)
