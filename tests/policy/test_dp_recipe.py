@@ -87,3 +87,20 @@ def test_limits_normalisation_covers_every_reachable_joint_value():
 def test_unknown_normalization_is_a_config_error():
     with pytest.raises(ConfigError, match="normalization 'minmax'"):
         PolicyConfig(normalization='minmax')
+
+
+def test_normalization_data_widens_the_range_to_the_union_of_the_arms(tmp_path):
+    """A policy trained on one episode but normalised over another's motion too can express
+    the other's joint values (arms compared with each other share one range)."""
+    write_episode(tmp_path / 'mine', 0, n_frames=12)
+    write_episode(tmp_path / 'other', 5, n_frames=12)
+    cfg = tiny_config(val_fraction=0.0)
+    data = prepare([DataSpec(tmp_path / 'mine')], cfg, FrameCache(None, cfg))
+    own = fit_normalizer(cfg, data)
+    cfg.train.normalization_data = [f'{tmp_path / "other"}:real']
+    union = fit_normalizer(cfg, data)
+    other = prepare([DataSpec(tmp_path / 'other')], cfg, FrameCache(None, cfg)).train[0]
+    lo = np.minimum(data.train[0].state.min(0), other.state.min(0))
+    assert np.all(union.state.min.numpy() <= lo + 1e-5)
+    assert np.all(union.state.min.numpy() <= own.state.min.numpy() + 1e-6)
+    assert np.any(union.state.min.numpy() < own.state.min.numpy() - 1e-3)   # it did widen

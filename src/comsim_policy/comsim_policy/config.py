@@ -78,6 +78,10 @@ class TrainConfig:
     cache_dir: str = 'output/policy_cache'
     device: str = 'auto'
     include_failed: bool = False   # train on episodes the recorder marked success: false
+    # More episodes (DIR[:source]) whose joint positions and commands join the 'data'
+    # normaliser's min/max, not the training: arms compared with each other share one range
+    # (fit on the union of their data), so none is forbidden a motion another one learns.
+    normalization_data: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from comsim_core.episodes import find_episodes, read_meta
+from comsim_core.episodes import Episode, find_episodes, read_meta
 
 from ..config import PolicyConfig
 from ..data.cache import FrameCache
@@ -20,6 +20,7 @@ from ..data.episode_arrays import (
     SOURCES,
     EpisodeArrays,
     EpisodeDataError,
+    _reorder,
     episode_success,
 )
 from ..data.mixture import select_episodes, split_by_episode
@@ -110,6 +111,26 @@ def prepare(specs: list[DataSpec], config: PolicyConfig, cache: FrameCache) -> P
                'failed_skipped': len(failed),
                'frame_strides': {int(k): v for k, v in sorted(strides.items())}}
     return PreparedData(train, val, summary)
+
+
+def motion(specs: list[DataSpec], config: PolicyConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Every joint position and command (policy joint order) of the episodes under ``specs``,
+    read without their images: what the normaliser's range must cover."""
+    states, actions = [], []
+    for spec in specs:
+        paths = find_episodes(spec.path)
+        if not paths:
+            raise EpisodeDataError(f'train.normalization_data: no episodes under {spec.path}')
+        for path in paths:
+            with Episode.open(path) as ep:
+                js = ep.joint_states(config.joint_topic)
+                states.append(js.position[:, _reorder(js.names, config.joint_names,
+                                                      config.joint_topic, path)])
+                if config.command_topic in ep.topics:
+                    cmd = ep.commands(config.command_topic)
+                    actions.append(cmd.position[:, _reorder(cmd.names, config.joint_names,
+                                                            config.command_topic, path)])
+    return np.concatenate(states), np.concatenate(actions or states)
 
 
 def stacked(episodes: list[EpisodeArrays], field_name: str) -> np.ndarray:

@@ -41,7 +41,7 @@ from ..inference import default_device, limit_cpu_threads
 from ..model.policy import DiffusionPolicyModel
 from ..normalizer import PolicyNormalizer, joint_limits
 from ..schedulers import inference_scheduler, train_scheduler
-from .data_setup import DataSpec, PreparedData, prepare, stacked
+from .data_setup import DataSpec, PreparedData, motion, prepare, stacked
 
 
 def lr_at(step: int, base: float, warmup: int, total: int) -> float:
@@ -64,7 +64,11 @@ def fit_normalizer(config: PolicyConfig, data: PreparedData) -> PolicyNormalizer
     """The [-1, 1] mapping ``config.normalization`` names (see ``normalizer``)."""
     if config.normalization == 'limits':
         return PolicyNormalizer.from_limits(*joint_limits(config.joint_names, config.robot_model))
-    return PolicyNormalizer.fit(stacked(data.train, 'state'), stacked(data.train, 'action'))
+    states, actions = stacked(data.train, 'state'), stacked(data.train, 'action')
+    if config.train.normalization_data:
+        more = motion([DataSpec.parse(d) for d in config.train.normalization_data], config)
+        states, actions = np.concatenate([states, more[0]]), np.concatenate([actions, more[1]])
+    return PolicyNormalizer.fit(states, actions)
 
 
 def _to(batch: dict, device: torch.device) -> dict:
