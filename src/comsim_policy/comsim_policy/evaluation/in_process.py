@@ -271,7 +271,7 @@ class Worker:
         return self.runners[checkpoint]
 
     def run(self, job: Job) -> Rollout:
-        wall0 = time.monotonic()
+        wall0, cpu0 = time.monotonic(), time.process_time()
         runner = self.runner(job.checkpoint)
         ctl = build_controller(runner, self.spec.policy, self.spec.settings.stale_after_s)
         out = Path(self.spec.out_dir) / job.name
@@ -302,7 +302,8 @@ class Worker:
                                      contact_sheet(Path(bag), list(ctl.cameras), 6)))
         return Rollout(job.name, job.task, job.region, job.variant, job.seed, o.success,
                        o.message, o.sim_s, round(time.monotonic() - wall0, 2), bag, sheet,
-                       o.timeout_s, o.renders, o.chunks)
+                       o.timeout_s, o.renders, o.chunks,
+                       round(time.process_time() - cpu0, 2))
 
 
 _worker: Worker | None = None

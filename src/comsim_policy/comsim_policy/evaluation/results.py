@@ -31,6 +31,7 @@ class Rollout:
     timeout_s: float = 0.0   # sim seconds allowed
     renders: int = 0         # camera frames rendered (in-process: only those the policy saw)
     chunks: int = 0          # action chunks accepted
+    cpu_s: float = 0.0       # in-process: CPU seconds of the worker (all its threads)
 
     @property
     def cell(self) -> tuple[str, str, str]:
