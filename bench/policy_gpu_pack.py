@@ -118,23 +118,31 @@ def read_pack(path: Path | str) -> tuple[PolicyConfig, PreparedData, PolicyNorma
         if meta.get('format') != FORMAT:
             raise PackError(f'{path}: pack format {meta.get("format")}, expected {FORMAT}')
         config = PolicyConfig.from_dict(meta['config'], name=f'{path}:config')
-        normalizer = PolicyNormalizer(len(config.joint_names), config.action_dim)
-        normalizer.load_state_dict({k: torch.from_numpy(z[f'normalizer_{k}'])
-                                    for k in normalizer.state_dict()})
-        split: dict[str, list[EpisodeArrays]] = {s: [] for s in SPLITS}
-        for k, ep in enumerate(meta['episodes']):
-            p = f'e{k:04d}_'
-            images = {}
-            for i, cam in enumerate(config.camera_topics):
-                if meta['jpeg_quality']:
-                    images[cam] = decode_jpeg(z[p + f'cam{i}_jpeg'], z[p + f'cam{i}_jpeg_sizes'])
-                else:
-                    images[cam] = z[p + f'cam{i}']
-            split[ep['split']].append(EpisodeArrays(
-                ep['name'], ep['source'], images, z[p + 'state'], z[p + 'action'], z[p + 't_ns'],
-                ep['native_sizes'], ep['commands_used']))
-    return (config, PreparedData(split['train'], split['val'], meta['summary']), normalizer,
-            meta)
+        try:
+            normalizer, data = _unpack(z, meta, config)
+        except KeyError as exc:   # numpy names the missing array
+            raise PackError(f'{path}: incomplete policy pack: {exc.args[0]}') from exc
+    return config, data, normalizer, meta
+
+
+def _unpack(z: np.lib.npyio.NpzFile, meta: dict, config: PolicyConfig
+            ) -> tuple[PolicyNormalizer, PreparedData]:
+    normalizer = PolicyNormalizer(len(config.joint_names), config.action_dim)
+    normalizer.load_state_dict({k: torch.from_numpy(z[f'normalizer_{k}'])
+                                for k in normalizer.state_dict()})
+    split: dict[str, list[EpisodeArrays]] = {s: [] for s in SPLITS}
+    for k, ep in enumerate(meta['episodes']):
+        p = f'e{k:04d}_'
+        images = {}
+        for i, cam in enumerate(config.camera_topics):
+            if meta['jpeg_quality']:
+                images[cam] = decode_jpeg(z[p + f'cam{i}_jpeg'], z[p + f'cam{i}_jpeg_sizes'])
+            else:
+                images[cam] = z[p + f'cam{i}']
+        split[ep['split']].append(EpisodeArrays(
+            ep['name'], ep['source'], images, z[p + 'state'], z[p + 'action'], z[p + 't_ns'],
+            ep['native_sizes'], ep['commands_used']))
+    return normalizer, PreparedData(split['train'], split['val'], meta['summary'])
 
 
 def build_parser() -> argparse.ArgumentParser:

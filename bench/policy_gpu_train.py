@@ -182,10 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         'best_val_loss': summary['best_val_loss'],
         'final_val': vals[-1] if vals else None,
     }
-    path = write_result(args.out / 'policy_gpu_train.json', result, torch_machine())
+    write_result(args.out / 'policy_gpu_train.json', result, torch_machine())
     print(json.dumps({k: result[k] for k in ('steps', 'samples_per_s', 'wall_s', 'final_loss',
                                              'best_val_loss', 'checkpoint_bytes')}))
-    print(f'wrote {path}')
     return 0
 
 

@@ -93,10 +93,13 @@ def test_pack_holds_what_prepare_gives_the_trainer(packed):
         assert all(z[k].dtype != object for k in z.files)
 
 
-def test_bad_pack_is_one_user_error(tmp_path):
+def test_bad_pack_is_one_user_error(packed, tmp_path):
     (tmp_path / 'x.npz').write_bytes(b'not a zip')
-    for path in (tmp_path / 'missing.npz', tmp_path / 'x.npz'):
-        with pytest.raises(policy_gpu_pack.PackError, match=str(path)):
+    with np.load(packed / 'raw.npz', allow_pickle=False) as z:
+        np.savez(tmp_path / 'cut.npz', **{k: z[k] for k in z.files if k != 'e0001_action'})
+    for path, why in ((tmp_path / 'missing.npz', 'no pack'), (tmp_path / 'x.npz', 'not a'),
+                      (tmp_path / 'cut.npz', 'incomplete policy pack: e0001_action')):
+        with pytest.raises(policy_gpu_pack.PackError, match=f'{path}: {why}|{why} at {path}'):
             policy_gpu_pack.read_pack(path)
 
 
