@@ -50,6 +50,7 @@ def _calibration(path):
 
 
 LOADERS = {'policy_train.yaml': _policy, 'policy_train_gpu.yaml': _policy,
+           'policy_train_gpu16.yaml': _policy,
            'policy_train_main_job.yaml': _policy, 'neural_sim.yaml': _neural_sim,
            'neural_sim_gpu.yaml': _neural_sim, 'bench_lab/lab.yaml': _lab,
            'bench_lab/realism.yaml': _realism, 'twin/generation.yaml': _generation,

@@ -13,8 +13,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from comsim_core.robot.model import RobotModel
-
 EPS = 1e-4
 
 
@@ -92,6 +90,8 @@ class PolicyNormalizer(nn.Module):
 
 def joint_limits(joint_names: list[str], robot_model: str = '') -> tuple[np.ndarray, np.ndarray]:
     """(lower, upper) of ``joint_names`` on ``robot_model`` ('' = the ComSim arm)."""
+    from comsim_core.robot.model import RobotModel  # noqa: PLC0415 - MuJoCo only for limits
+
     robot = RobotModel.load(robot_model or None)
     missing = [n for n in joint_names if n not in robot.joint_names]
     if missing:

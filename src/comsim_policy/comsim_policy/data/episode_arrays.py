@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from comsim_core.episodes import Episode, EpisodeMeta
+from comsim_core.episodes import EpisodeMeta
 from comsim_core.episodes.sidecar import counts_as_success, read_sidecar
 from comsim_core.errors import UserError
 
@@ -78,6 +78,8 @@ def _reorder(names: list[str] | None, wanted: list[str], what: str, path: Path) 
 def load_episode_arrays(path: Path | str, config: PolicyConfig, source: str | None = None,
                         tolerance_s: float | None = None) -> EpisodeArrays:
     """Decode ``path`` with the shared episode reader (slow: use ``FrameCache``)."""
+    from comsim_core.episodes import Episode  # noqa: PLC0415 - rosbags only to decode
+
     path = Path(path)
     with Episode.open(path) as ep:
         joint_names = ep.joint_states(config.joint_topic).names

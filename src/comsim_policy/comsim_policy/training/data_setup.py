@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from comsim_core.episodes import Episode, find_episodes, read_meta
+from comsim_core.episodes import find_episodes, read_meta
 
 from ..config import PolicyConfig
 from ..data.cache import FrameCache
@@ -116,6 +116,8 @@ def prepare(specs: list[DataSpec], config: PolicyConfig, cache: FrameCache) -> P
 def motion(specs: list[DataSpec], config: PolicyConfig) -> tuple[np.ndarray, np.ndarray]:
     """Every joint position and command (policy joint order) of the episodes under ``specs``,
     read without their images: what the normaliser's range must cover."""
+    from comsim_core.episodes import Episode  # noqa: PLC0415 - rosbags only to read bags
+
     states, actions = [], []
     for spec in specs:
         paths = find_episodes(spec.path)

@@ -140,9 +140,9 @@ def evaluate(model: DiffusionPolicyModel, episodes: list, config: PolicyConfig,
     return {'val_loss': float(np.mean(losses)), 'val_action_mae': float(np.mean(errs)), **sens}
 
 
-def train(config: PolicyConfig, specs: list[DataSpec], out: Path | str, resume: bool = False,
-          log: Callable[[str], None] = print, max_steps: int | None = None) -> dict:
-    """Run training; returns a summary (final/best losses, steps, samples/s)."""
+def run_config(config: PolicyConfig, out: Path | str, resume: bool = False,
+               max_steps: int | None = None) -> PolicyConfig:
+    """The config a run uses: the saved one when resuming (with the new step count)."""
     out = Path(out)
     if resume:
         if not has_training_state(out):
@@ -152,16 +152,35 @@ def train(config: PolicyConfig, specs: list[DataSpec], out: Path | str, resume: 
         config = saved
     if max_steps is not None:
         config.train.max_steps = max_steps
-    tc = config.train
-    device = default_device(tc.device)
-    torch.manual_seed(tc.seed)
-    cache = FrameCache(tc.cache_dir or None, config)
+    return config
+
+
+def train(config: PolicyConfig, specs: list[DataSpec], out: Path | str, resume: bool = False,
+          log: Callable[[str], None] = print, max_steps: int | None = None) -> dict:
+    """Run training; returns a summary (final/best losses, steps, samples/s)."""
+    config = run_config(config, out, resume, max_steps)
+    cache = FrameCache(config.train.cache_dir or None, config)
     t0 = time.perf_counter()
     data = prepare(specs, config, cache)
     log(f'data: {data.summary} (cache hits {cache.hits}, decoded {cache.misses}) in '
         f'{time.perf_counter() - t0:.1f} s')
+    return train_prepared(config, data, out, resume, log)
+
+
+def train_prepared(config: PolicyConfig, data: PreparedData, out: Path | str,
+                   resume: bool = False, log: Callable[[str], None] = print,
+                   autocast: torch.dtype | None = None,
+                   normalizer: PolicyNormalizer | None = None) -> dict:
+    """The loop on data ``prepare`` made (``config`` from ``run_config``): what ``train`` runs,
+    and what a machine without the episodes (the GPU path) runs on packed arrays, with the
+    ``normalizer`` fitted where they are (default: ``fit_normalizer``). ``autocast`` (e.g.
+    ``torch.bfloat16``) runs the forward pass in that precision."""
+    out = Path(out)
+    tc = config.train
+    device = default_device(tc.device)
+    torch.manual_seed(tc.seed)
     model = DiffusionPolicyModel(config)
-    model.normalizer = fit_normalizer(config, data)
+    model.normalizer = normalizer if normalizer is not None else fit_normalizer(config, data)
     model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay)
     # `ema` keeps the average; `averaged` is the model it is copied into to validate and save
@@ -190,7 +209,8 @@ def train(config: PolicyConfig, specs: list[DataSpec], out: Path | str, resume: 
         batch = _to(next(batches), device)
         for g in opt.param_groups:
             g['lr'] = lr_at(step, tc.lr, tc.warmup_steps, tc.max_steps)
-        loss = model.compute_loss(batch, sched)
+        with torch.autocast(device.type, dtype=autocast, enabled=autocast is not None):
+            loss = model.compute_loss(batch, sched)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
