@@ -29,13 +29,13 @@ from comsim_policy.evaluation.in_process import (
     run_rollout,
 )
 from comsim_policy.evaluation.results import Evaluation, Rollout
-from comsim_policy.inference import PolicyRunner
+from comsim_policy.inference import PolicyRunner, limit_cpu_threads
 
 CAMS = ['/cameras/front/image_raw', '/cameras/side/image_raw']
 NATIVE = (240, 320)
-# About one second of policy per rollout: long enough for several chunks, cheap to render.
+# 0.6 sim s of policy per rollout: several chunks of the tiny checkpoint, cheap to render.
 SHORT = RolloutSettings(latency_s=0.05, add_measured_latency=False, timeout_factor=0.0,
-                        timeout_margin_s=1.0, check_every_s=0.5, settle_s=0.2,
+                        timeout_margin_s=0.6, check_every_s=0.3, settle_s=0.2,
                         stale_after_s=2.0)
 
 
@@ -48,6 +48,7 @@ def env():
 
 @pytest.fixture(scope='module')
 def checkpoint(tmp_path_factory):
+    limit_cpu_threads()   # as the evaluator and its workers do: two threads are far slower here
     return write_checkpoint(tmp_path_factory.mktemp('ckpt') / 'tiny', CAMS, NATIVE)
 
 
