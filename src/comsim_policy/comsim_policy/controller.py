@@ -9,6 +9,7 @@ Not thread-safe: a caller with threads holds one lock around every call except `
 """
 from __future__ import annotations
 
+import importlib
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from comsim_core.control.limits import CommandShaper
+from comsim_core.robot.model import RobotModel
 
 from .control_loop import ChunkScheduler, Observation, ObservationHistory
 from .safety import HoldReason, SafetyMonitor, State, UnsafeCommand
@@ -330,3 +332,44 @@ class PolicyController:
             'nan_chunks': str(self.safety.nan_chunks),
             'clamped_actions': str(self.safety.clamped_actions),
             'withheld_commands': str(self.withheld)}
+
+
+# -- building one -----------------------------------------------------------------------------
+OUTPUTS = ('trajectory', 'forward')
+
+
+class ControllerSetupError(ValueError):
+    """The controller cannot be built as asked (bad parameter, joints the robot lacks); the
+    caller adds where the parameter came from (the node, the evaluator)."""
+
+
+def load_runner_class(path: str):
+    """The class named by ``module:Class`` (a node's ``runner_class`` parameter)."""
+    module, _, attr = path.partition(':')
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ControllerSetupError(f'runner_class {path!r} not importable: {exc}') from exc
+
+
+def build_controller(runner: Runner, *, robot_model: str = '', velocity_scale: float = 1.0,
+                     stale_after_s: float, inference_rate_hz: float = 0.0,
+                     output: str = 'trajectory') -> PolicyController:
+    """The controller for ``runner`` from the deploy parameters: the robot's limits in the
+    policy's joint order (a policy may name a subset), the velocity scale, the inference rate
+    (0: just in time) and the output (``forward`` streams one row per control period)."""
+    if output not in OUTPUTS:
+        raise ControllerSetupError(f"output must be 'trajectory' or 'forward', got {output!r}")
+    robot = RobotModel.load(robot_model or None)
+    index = {n: i for i, n in enumerate(robot.joint_names)}
+    joints = list(runner.config.joint_names)
+    missing = [n for n in joints if n not in index]
+    if missing:
+        raise ControllerSetupError(f'joints {missing} of the checkpoint are not in the robot '
+                                   f'model (has {robot.joint_names})')
+    idx = [index[n] for n in joints]
+    shaper = CommandShaper(robot.lower[idx], robot.upper[idx], robot.max_velocity[idx],
+                           float(velocity_scale))
+    rate = float(inference_rate_hz)
+    return PolicyController(runner, shaper, float(stale_after_s), 1.0 / rate if rate > 0 else 0.0,
+                            stream=output == 'forward')

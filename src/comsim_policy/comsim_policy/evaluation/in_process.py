@@ -16,7 +16,6 @@ its environment once and loads each checkpoint once.
 """
 from __future__ import annotations
 
-import importlib
 import math
 import multiprocessing
 import os
@@ -29,11 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from comsim_core.control.limits import CommandShaper
 from comsim_core.control.trajectory import TrajectoryFollower, TrajectoryPoint
 from comsim_core.episodes.meta import EpisodeMeta
 from comsim_core.errors import UserError
-from comsim_core.robot.model import RobotModel
+from comsim_policy import controller
 from comsim_policy.controller import Command, Hold, Notice, Output, PolicyController
 from comsim_policy.evaluation.config import EvaluationConfig, node_parameters
 from comsim_policy.evaluation.environment import (
@@ -72,25 +70,15 @@ class Outcome:
 
 
 def build_controller(runner, policy: dict[str, Any], stale_after_s: float) -> PolicyController:
-    """The controller as the policy node builds it from its parameters (robot limits in the
-    policy's joint order, velocity scale, inference rate, output kind)."""
-    cfg = runner.config
-    robot = RobotModel.load(policy.get('robot_model') or None)
-    index = {n: i for i, n in enumerate(robot.joint_names)}
-    missing = [n for n in cfg.joint_names if n not in index]
-    if missing:
-        raise UserError(f'evaluation: joints {missing} of the checkpoint are not in the robot '
-                        f'model (has {robot.joint_names})')
-    idx = [index[n] for n in cfg.joint_names]
-    shaper = CommandShaper(robot.lower[idx], robot.upper[idx], robot.max_velocity[idx],
-                           float(policy.get('velocity_scale', 1.0)))
-    rate = float(policy.get('inference_rate_hz', 0.0))
-    output = policy.get('output', 'trajectory')
-    if output not in ('trajectory', 'forward'):
-        raise UserError(f"evaluation: policy output must be 'trajectory' or 'forward', "
-                        f"got {output!r}")
-    return PolicyController(runner, shaper, stale_after_s, 1.0 / rate if rate > 0 else 0.0,
-                            stream=output == 'forward')
+    """The controller as the policy node builds it, from the node's parameters (`policy`)."""
+    try:
+        return controller.build_controller(
+            runner, robot_model=policy.get('robot_model', ''),
+            velocity_scale=float(policy.get('velocity_scale', 1.0)), stale_after_s=stale_after_s,
+            inference_rate_hz=float(policy.get('inference_rate_hz', 0.0)),
+            output=policy.get('output', 'trajectory'))
+    except controller.ControllerSetupError as exc:
+        raise UserError(f'evaluation: policy {exc}') from exc
 
 
 def check_stale_after(stale_after_s: float, runner, latency_s: float) -> None:
@@ -106,12 +94,10 @@ def check_stale_after(stale_after_s: float, runner, latency_s: float) -> None:
 
 def load_runner_class(path: str):
     """The policy node's `runner_class` (module:Class), without importing the node (rclpy)."""
-    module, _, attr = path.partition(':')
     try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise UserError(f'evaluation: policy runner_class {path!r} not importable: {exc}') \
-            from exc
+        return controller.load_runner_class(path)
+    except controller.ControllerSetupError as exc:
+        raise UserError(f'evaluation: policy {exc}') from exc
 
 
 class _Arm:

@@ -17,7 +17,6 @@ inference latency, achieved rates and counts of discarded, clamped and withheld 
 """
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 import threading
@@ -33,10 +32,8 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from comsim_core.control.limits import CommandShaper
 from comsim_core.episodes.errors import EpisodeError
 from comsim_core.episodes.images import image_to_rgb
-from comsim_core.robot.model import RobotModel
 from comsim_core.ros.messages import (
     COMMAND_QOS,
     IMAGE_QOS,
@@ -48,7 +45,16 @@ from comsim_core.ros.messages import (
 )
 from comsim_core.ros.params import declare_parameters
 from comsim_core.ros.run import NodeStartupError, run_node
-from comsim_policy.controller import Command, Hold, Notice, Output, PolicyController
+from comsim_policy.controller import (
+    OUTPUTS,
+    Command,
+    ControllerSetupError,
+    Hold,
+    Notice,
+    Output,
+    build_controller,
+    load_runner_class,
+)
 from comsim_policy.safety import HoldReason, State
 
 DEFAULTS = {
@@ -74,23 +80,18 @@ class PolicyStartupError(NodeStartupError):
     """The node cannot run this checkpoint on this robot (mismatch, missing topics)."""
 
 
-def load_runner_class(path: str):
-    module, _, attr = path.partition(':')
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise PolicyStartupError(f'policy: runner_class {path!r} not importable: {exc}') from exc
-
-
 class PolicyNode(Node):
     def __init__(self):
         super().__init__('policy')
         self.p = declare_parameters(self, DEFAULTS)
-        if self.p.output not in ('trajectory', 'forward'):
+        if self.p.output not in OUTPUTS:
             raise PolicyStartupError("policy: output must be 'trajectory' or 'forward'")
         if not self.p.checkpoint:
             raise PolicyStartupError('policy: parameter checkpoint is empty (a checkpoint dir)')
-        runner_cls = load_runner_class(self.p.runner_class)
+        try:
+            runner_cls = load_runner_class(self.p.runner_class)
+        except ControllerSetupError as exc:
+            raise PolicyStartupError(f'policy: {exc}') from exc
         self.mismatch_error = getattr(sys.modules[runner_cls.__module__],
                                       'PolicyMismatchError', ValueError)
         try:
@@ -102,13 +103,13 @@ class PolicyNode(Node):
         self.joint_names = list(cfg.joint_names)
         self.cameras = list(cfg.camera_topics)
         self.period = 1.0 / float(cfg.control_hz)
-        lower, upper, vmax = self._limits(RobotModel.load(self.p.robot_model or None))
-        rate = float(self.p.inference_rate_hz)
-        self.ctl = PolicyController(runner, CommandShaper(lower, upper, vmax,
-                                                          self.p.velocity_scale),
-                                    float(self.p.stale_after_s),
-                                    1.0 / rate if rate > 0 else 0.0,
-                                    stream=self.p.output == 'forward')
+        try:
+            self.ctl = build_controller(
+                runner, robot_model=self.p.robot_model, velocity_scale=self.p.velocity_scale,
+                stale_after_s=self.p.stale_after_s,
+                inference_rate_hz=self.p.inference_rate_hz, output=self.p.output)
+        except ControllerSetupError as exc:
+            raise PolicyStartupError(f'policy: {exc}') from exc
         try:
             self.ctl.warm_up()
         except Exception as exc:  # weights that load but cannot run (shapes, dtypes)
@@ -148,16 +149,6 @@ class PolicyNode(Node):
             f'policy: {self.p.checkpoint} on {len(self.joint_names)} joints, cameras '
             f'{self.cameras}, {cfg.control_hz:g} Hz, output={self.p.output} -> {out_topic}'
             f'{" (DRY RUN)" if self.p.dry_run else ""}')
-
-    def _limits(self, robot: RobotModel):
-        """Robot limits in the policy's joint order (a policy may name a subset)."""
-        index = {n: i for i, n in enumerate(robot.joint_names)}
-        missing = [n for n in self.joint_names if n not in index]
-        if missing:
-            raise PolicyStartupError(f'policy: joints {missing} of the checkpoint are not in the '
-                                     f'robot model (has {robot.joint_names})')
-        idx = [index[n] for n in self.joint_names]
-        return robot.lower[idx], robot.upper[idx], robot.max_velocity[idx]
 
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
