@@ -253,6 +253,12 @@ class BenchLab:
         ids = lens.distort_labels(ids) if distort else lens.crop(ids)
         return ids.astype(np.int32) - 1
 
+    def reseed_sensors(self, seed: int) -> None:
+        """Restart every camera's sensor noise from ``seed`` (with the camera's name), so what
+        a rollout sees does not depend on what this process rendered before it."""
+        for cam, sensor in self._sensors.items():
+            sensor.rng = np.random.default_rng([zlib.crc32(cam.encode()), int(seed)])
+
     def camera_info(self, camera: str) -> CameraCalibration:
         if camera not in self.config.cameras:
             raise KeyError(f'unknown camera {camera!r}; allowed: {self.camera_names}')

@@ -7,7 +7,6 @@ publishing loop uses (rates of cameras, clock, topics other than the cameras') a
 """
 from __future__ import annotations
 
-import zlib
 from typing import Any
 
 import numpy as np
@@ -46,10 +45,7 @@ class BenchLabEnvironment:
 
     def reset(self, task: str, seed: int, region: str, variant: str) -> None:
         self.lab.reset(task, int(seed), region, variant or None)
-        # The sensor noise restarts per layout seed: a rollout must not depend on what the
-        # process rendered before it.
-        for cam, sensor in self.lab._sensors.items():
-            sensor.rng = np.random.default_rng([zlib.crc32(cam.encode()), int(seed)])
+        self.lab.reseed_sensors(seed)   # a rollout must not depend on earlier renders
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
         pos, vel, _ = self.lab.joint_state()
