@@ -1,0 +1,196 @@
+"""The policy capability gate: can the recipe learn a bench task when its data covers it?
+
+    .venv/bin/python bench/policy_gate.py --scene TWIN_SCENE.yaml --task move_card \\
+        --work /work/gate [--episodes 200] [--train-minutes 40] [--rollouts 40] \\
+        [--real DIR_OF_RECORDED_DEMOS]
+
+Stages, each resumable (a rerun skips what is on disk):
+1. ``comsim-twin-generate``: trajectories laid out over the twin's ``workspace`` region (the
+   arm's reachable table area, stated by the twin's config), failures discarded;
+2. ``comsim-bench-lab-ground-truth``: the bench lab films each one at the policy's 10 Hz;
+   only episodes whose filmed motion passes the lab's own success check count as successes
+   (and training reads only successes);
+3. ``comsim-policy-train`` with ``config/policy_train.yaml`` on ``--episodes`` of them, for a
+   wall-clock budget: a short first run measures the step rate on this machine, the rest of
+   the budget sets ``max_steps`` (the learning-rate schedule follows the final count);
+4. ``comsim-policy-eval`` in process: ``--rollouts`` per split (``id``, ``ood``) on the bench lab.
+With ``--real`` a second policy is trained on those recorded demonstrations with the same
+recipe and budget (at the same time, one core each), and evaluated on the same seeds. The
+result (counts, timings, success table with Wilson intervals) goes to ``--out``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from provenance import ROOT, add_out_argument, torch_machine, write_result
+
+BIN = Path(sys.executable).parent
+CALIBRATION_STEPS = 40
+
+
+def run(cmd: list[str], log: Path) -> None:
+    """Run one stage's command (no shell), its output appended to ``log``; fail loudly."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    print('$', ' '.join(cmd), flush=True)
+    with log.open('a') as fh:
+        fh.write(f'$ {" ".join(cmd)}\n')
+        fh.flush()
+        res = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT)
+    if res.returncode != 0:
+        sys.exit(f'{cmd[0]} failed (exit {res.returncode}); see {log}')
+
+
+def successes(gt_dir: Path) -> tuple[int, int]:
+    """(filmed, successful) ground-truth episodes under ``gt_dir``."""
+    from comsim_core.episodes import find_episodes
+    from comsim_core.episodes.sidecar import counts_as_success, read_sidecar
+
+    paths = find_episodes(gt_dir) if gt_dir.exists() else []
+    return len(paths), sum(bool(counts_as_success(read_sidecar(p) or {})) for p in paths)
+
+
+def film(sims: list[Path], out: Path, wanted: int, log: Path, batch: int = 10) -> None:
+    """Film the generated episodes in order, a batch at a time, until ``wanted`` of them pass
+    the lab's check (already filmed ones are skipped by the tool)."""
+    for i in range(0, len(sims), batch):
+        if successes(out)[1] >= wanted:
+            return
+        run([str(BIN / 'comsim-bench-lab-ground-truth'), *map(str, sims[i:i + batch]),
+             '--out', str(out), '--rate-hz', '10', '--no-positions'], log)
+
+
+def warm_cache(config: Path, data: list[str], cache: Path) -> int:
+    """Decode every training episode into the frame cache before the training clock starts
+    (decoding is the data stage's cost, not training's); returns the episodes decoded."""
+    from comsim_core.episodes import find_episodes
+    from comsim_policy.config import PolicyConfig
+    from comsim_policy.data.cache import FrameCache
+    from comsim_policy.training.data_setup import DataSpec
+
+    frames = FrameCache(cache, PolicyConfig.from_yaml(config))
+    for spec in map(DataSpec.parse, data):
+        for path in find_episodes(spec.path):
+            frames.get(path, spec.source)
+    return frames.misses
+
+
+def recipe(work: Path, name: str, counts: dict[str, int], union: list[str]) -> Path:
+    """config/policy_train.yaml with this arm's episode counts (``mixture_counts``) and the
+    normaliser fitted on the union of every arm's motion (``normalization_data``)."""
+    from comsim_policy.config import PolicyConfig
+
+    config = PolicyConfig.from_yaml(ROOT / 'config/policy_train.yaml')
+    config.train.mixture_counts = dict(counts)
+    config.train.normalization_data = list(union)
+    path = work / f'policy_train_{name}.yaml'
+    path.parent.mkdir(parents=True, exist_ok=True)
+    config.to_yaml(path)
+    return path
+
+
+def train(config: Path, data: list[str], out: Path, task: str, minutes: float, cache: Path,
+          log: Path) -> dict:
+    """Train within ``minutes`` of wall time: measure the step rate, then set the step count."""
+    base = [str(BIN / 'comsim-policy-train'), '--config', str(config),
+            '--data', *data, '--out', str(out), '--tasks', task, '--cache-dir', str(cache)]
+    if (out / 'gate_training.json').exists():      # trained by an earlier run
+        return json.loads((out / 'gate_training.json').read_text())
+    t0 = time.monotonic()
+    resume = (out / 'training_state').exists()
+    if not resume:
+        run([*base, '--max-steps', str(CALIBRATION_STEPS)], log)
+    rows = [json.loads(x) for x in (out / 'log.jsonl').read_text().splitlines()]
+    rates = [r['samples_per_s'] for r in rows if 'samples_per_s' in r]
+    batch = 32
+    rate = rates[-1] / batch if rates else 1.0
+    left = max(minutes * 60 - (time.monotonic() - t0), 60.0)
+    steps = CALIBRATION_STEPS + int(0.92 * rate * left)
+    run([*base, '--resume', '--max-steps', str(steps)], log)
+    summary = {'steps': steps, 'steps_per_s_measured': round(rate, 3),
+               'wall_s': round(time.monotonic() - t0, 1), 'budget_s': minutes * 60}
+    (out / 'gate_training.json').write_text(json.dumps(summary))
+    return summary
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--scene', required=True, type=Path, help='twin scene YAML for generation')
+    ap.add_argument('--task', default='move_card')
+    ap.add_argument('--work', type=Path, default=ROOT / 'output' / 'policy_gate')
+    ap.add_argument('--episodes', type=int, default=200, help='ground-truth episodes to train on')
+    ap.add_argument('--extra', type=int, default=30, help='generated beyond --episodes, for '
+                    'the lab check to reject')
+    ap.add_argument('--seed', type=int, default=5000, help='first generation seed')
+    ap.add_argument('--train-minutes', type=float, default=40.0)
+    ap.add_argument('--rollouts', type=int, default=40, help='per split (id, ood)')
+    ap.add_argument('--eval-seed', type=int, default=1000)
+    ap.add_argument('--real', type=Path, default=None, help='recorded demos: train a second '
+                    'policy on them with the same recipe and budget')
+    add_out_argument(ap, __file__)
+    args = ap.parse_args()
+    work = args.work / args.task
+    logs = args.work / 'logs'
+    timings: dict[str, float] = {}
+
+    t = time.monotonic()
+    run([str(BIN / 'comsim-twin-generate'), '--scene', str(args.scene), '--task', args.task,
+         '--episodes', str(args.episodes + args.extra), '--out', str(work / 'sim'),
+         '--region', 'workspace', '--failures', 'discard', '--seed', str(args.seed)],
+        logs / 'generate.log')
+    timings['generate_s'] = time.monotonic() - t
+    t = time.monotonic()
+    film(sorted((work / 'sim').glob('episode_*')), work / 'gt', args.episodes,
+         logs / 'ground_truth.log')
+    timings['ground_truth_s'] = time.monotonic() - t
+    filmed, ok = successes(work / 'gt')
+    if ok < args.episodes:
+        print(f'only {ok} of {filmed} filmed episodes pass the lab check; training on them')
+
+    arms = {'gt': ([f'{work / "gt"}:gt'], {'gt': min(ok, args.episodes)})}
+    union = [f'{work / "sim"}:sim']      # the filmed trajectories' joint data, read fast
+    if args.real is not None:
+        arms['real'] = ([f'{args.real}:real'], {})
+        union.append(f'{args.real}:real')
+    configs = {name: recipe(work, name, counts, union) for name, (_, counts) in arms.items()}
+    t = time.monotonic()
+    decoded = sum(warm_cache(configs[n], arms[n][0], args.work / 'cache') for n in arms)
+    timings['decode_s'] = time.monotonic() - t
+
+    def train_arm(name: str) -> dict:
+        data, config = arms[name][0], configs[name]
+        return train(config, data, work / f'policy_{name}', args.task, args.train_minutes,
+                     args.work / 'cache', logs / f'train_{name}.log')
+
+    t = time.monotonic()
+    with ThreadPoolExecutor(len(arms)) as pool:   # one torch thread each: one core per arm
+        trained = dict(zip(arms, pool.map(train_arm, arms), strict=True))
+    timings['train_s'] = time.monotonic() - t
+
+    t = time.monotonic()
+    eval_dir = work / 'evaluation'
+    run([str(BIN / 'comsim-policy-eval'), '--mode', 'in_process',
+         '--checkpoints', *[str(work / f'policy_{n}') for n in arms], '--tasks', args.task,
+         '--regions', 'id', 'ood', '--rollouts', str(args.rollouts), '--seed',
+         str(args.eval_seed), '--out', str(eval_dir)], logs / 'evaluation.log')
+    timings['evaluation_s'] = time.monotonic() - t
+    evaluation = json.loads((eval_dir / 'results.json').read_text())
+    write_result(args.out, {
+        'task': args.task, 'work': str(args.work), 'ground_truth': {'filmed': filmed,
+                                                                   'lab_successes': ok},
+        'episodes_requested': args.episodes, 'episodes_decoded': decoded, 'trained': trained,
+        'timings_s': {k: round(v, 1) for k, v in timings.items()},
+        'table': evaluation.get('table'), 'paired': evaluation.get('paired')},
+        torch_machine())
+    for row in evaluation.get('table', []):
+        print(row)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
