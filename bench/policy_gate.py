@@ -95,8 +95,9 @@ def recipe(work: Path, name: str, counts: dict[str, int], union: list[str]) -> P
 
 
 def train(config: Path, data: list[str], out: Path, task: str, minutes: float, cache: Path,
-          log: Path) -> dict:
-    """Train within ``minutes`` of wall time: measure the step rate, then set the step count."""
+          log: Path, steps: int | None = None) -> dict:
+    """Train within ``minutes`` of wall time: measure the step rate, then set the step count
+    (``steps`` sets it instead: a rate measured while other jobs share the cores is wrong)."""
     base = [str(BIN / 'comsim-policy-train'), '--config', str(config),
             '--data', *data, '--out', str(out), '--tasks', task, '--cache-dir', str(cache)]
     if (out / 'gate_training.json').exists():      # trained by an earlier run
@@ -110,7 +111,7 @@ def train(config: Path, data: list[str], out: Path, task: str, minutes: float, c
     batch = 32
     rate = rates[-1] / batch if rates else 1.0
     left = max(minutes * 60 - (time.monotonic() - t0), 60.0)
-    steps = CALIBRATION_STEPS + int(0.92 * rate * left)
+    steps = steps or CALIBRATION_STEPS + int(0.92 * rate * left)
     run([*base, '--resume', '--max-steps', str(steps)], log)
     summary = {'steps': steps, 'steps_per_s_measured': round(rate, 3),
                'wall_s': round(time.monotonic() - t0, 1), 'budget_s': minutes * 60}
@@ -128,6 +129,8 @@ def main() -> int:
                     'the lab check to reject')
     ap.add_argument('--seed', type=int, default=5000, help='first generation seed')
     ap.add_argument('--train-minutes', type=float, default=40.0)
+    ap.add_argument('--train-steps', type=int, default=None,
+                    help='training steps (default: from the step rate measured at the start)')
     ap.add_argument('--rollouts', type=int, default=40, help='per split (id, ood)')
     ap.add_argument('--eval-seed', type=int, default=1000)
     ap.add_argument('--real', type=Path, default=None, help='recorded demos: train a second '
@@ -165,7 +168,7 @@ def main() -> int:
     def train_arm(name: str) -> dict:
         data, config = arms[name][0], configs[name]
         return train(config, data, work / f'policy_{name}', args.task, args.train_minutes,
-                     args.work / 'cache', logs / f'train_{name}.log')
+                     args.work / 'cache', logs / f'train_{name}.log', args.train_steps)
 
     t = time.monotonic()
     with ThreadPoolExecutor(len(arms)) as pool:   # one torch thread each: one core per arm
