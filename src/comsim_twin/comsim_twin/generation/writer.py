@@ -7,7 +7,6 @@ directory and moved into place only when complete, so an interrupted episode nev
 """
 from __future__ import annotations
 
-import os
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,9 +15,8 @@ from typing import Any
 import numpy as np
 
 from comsim_core.episodes.encode import rgb8_image_cdr
-from comsim_core.episodes.layout import COMPLETE, PARTIAL_DIR
-from comsim_core.episodes.sidecar import SIDECAR_FORMAT, dump_yaml, write_sidecar
-from comsim_core.episodes.stats import EpisodeSummary, stream_stats
+from comsim_core.episodes.layout import PARTIAL_DIR
+from comsim_core.episodes.publish import publish_episode
 from comsim_core.episodes.topics import TopicSpec
 from comsim_core.episodes.writer import EpisodeBagWriter, get_distro_typestore
 from comsim_twin.scene import TwinCamera
@@ -123,31 +121,10 @@ class GeneratedEpisodeWriter:
 
     # -- finishing -----------------------------------------------------------------------------
     def finish(self, metadata: dict[str, Any], success: bool, notes: str = '') -> Path:
-        streams = {s.name: stream_stats(s.name, s.msgtype, self.times[s.name],
-                                        s.expected_rate_hz) for s in self.specs}
-        firsts = [s.first_ns for s in streams.values() if s.first_ns is not None]
-        lasts = [s.last_ns for s in streams.values() if s.last_ns is not None]
-        duration = (max(lasts) - min(firsts)) / 1e9 if firsts else 0.0
-        summary = EpisodeSummary(str(self.final), COMPLETE, success, duration,
-                                 self.bag.bytes_written, 0, streams)
-        self.bag.set_custom_data('comsim.metadata', dump_yaml(metadata))
-        self.bag.set_custom_data('comsim.summary', dump_yaml(summary.to_dict()))
-        self.bag.close()
-        size = sum(p.stat().st_size for p in self.partial.rglob('*') if p.is_file())
-        summary = EpisodeSummary(str(self.final), COMPLETE, success, duration,
-                                 self.bag.bytes_written, size, streams)
-        write_sidecar(self.partial, {
-            'format': SIDECAR_FORMAT, 'episode': self.name, 'status': COMPLETE,
-            'started_at': self.started_at, 'stopped_at': _now_iso(), 'storage': self.storage,
-            'distro': self.distro, 'bag_file': self.bag.storage_file.name,
-            'topics': [{'name': s.name, 'msgtype': s.msgtype,
-                        'expected_rate_hz': s.expected_rate_hz} for s in self.specs],
-            'metadata': metadata, 'success': bool(success), 'notes': notes,
-            'summary': summary.to_dict()})
-        if self.final.exists():
-            shutil.rmtree(self.final)
-        os.replace(self.partial, self.final)
-        return self.final
+        return publish_episode(self.bag, self.specs, self.times, self.partial, self.final,
+                               name=self.name, started_at=self.started_at,
+                               stopped_at=_now_iso(), storage=self.storage, distro=self.distro,
+                               metadata=metadata, success=success, notes=notes)
 
     def abort(self) -> None:
         """Drop the partial episode (discarded failure or error)."""
