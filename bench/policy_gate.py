@@ -1,8 +1,13 @@
 """The policy capability gate: can the recipe learn a bench task when its data covers it?
 
-    .venv/bin/python bench/policy_gate.py --scene TWIN_SCENE.yaml --task move_card \\
-        --work /work/gate [--episodes 200] [--train-minutes 40] [--rollouts 40] \\
-        [--real DIR_OF_RECORDED_DEMOS]
+    .venv/bin/python bench/policy_gate.py --task move_card --work /work/gate \\
+        [--scene TWIN_SCENE.yaml] [--episodes 200] [--train-minutes 40] [--rollouts 40] \\
+        [--real DIR_OF_RECORDED_DEMOS] [--until data|train]
+
+Without ``--scene`` generation starts from the lab's true cameras and the measured object sheet
+(``fixtures.twin_scenes.base_scene``): the gate measures whether the policy can learn, and the
+lab films (and judges) every trajectory itself, so the twin's calibration error only costs
+rejected trajectories here.
 
 Stages, each resumable (a rerun skips what is on disk):
 1. ``comsim-twin-generate``: trajectories laid out over the twin's ``workspace`` region (the
@@ -28,7 +33,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from provenance import ROOT, add_out_argument, torch_machine, write_result
+from provenance import ROOT, add_out_argument, torch_machine, use_fixtures, write_result
 
 BIN = Path(sys.executable).parent
 CALIBRATION_STEPS = 40
@@ -80,12 +85,12 @@ def warm_cache(config: Path, data: list[str], cache: Path) -> int:
     return frames.misses
 
 
-def recipe(work: Path, name: str, counts: dict[str, int], union: list[str]) -> Path:
-    """config/policy_train.yaml with this arm's episode counts (``mixture_counts``) and the
+def recipe(base: Path, work: Path, name: str, counts: dict[str, int], union: list[str]) -> Path:
+    """The recipe ``base`` with this arm's episode counts (``mixture_counts``) and the
     normaliser fitted on the union of every arm's motion (``normalization_data``)."""
     from comsim_policy.config import PolicyConfig
 
-    config = PolicyConfig.from_yaml(ROOT / 'config/policy_train.yaml')
+    config = PolicyConfig.from_yaml(base)
     config.train.mixture_counts = dict(counts)
     config.train.normalization_data = list(union)
     path = work / f'policy_train_{name}.yaml'
@@ -121,7 +126,8 @@ def train(config: Path, data: list[str], out: Path, task: str, minutes: float, c
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--scene', required=True, type=Path, help='twin scene YAML for generation')
+    ap.add_argument('--scene', type=Path, default=None,
+                    help='twin scene YAML for generation (default: the lab\'s base scene)')
     ap.add_argument('--task', default='move_card')
     ap.add_argument('--work', type=Path, default=ROOT / 'output' / 'policy_gate')
     ap.add_argument('--episodes', type=int, default=200, help='ground-truth episodes to train on')
@@ -135,11 +141,22 @@ def main() -> int:
     ap.add_argument('--eval-seed', type=int, default=1000)
     ap.add_argument('--real', type=Path, default=None, help='recorded demos: train a second '
                     'policy on them with the same recipe and budget')
+    ap.add_argument('--config', type=Path, default=ROOT / 'config/policy_train.yaml',
+                    help='the recipe to train with')
+    ap.add_argument('--label', default='', help='suffix of this recipe\'s checkpoint and '
+                    'evaluation folders (several recipes on the same data)')
+    ap.add_argument('--until', choices=('data', 'train', 'eval'), default='eval',
+                    help='stop after this stage (a later run resumes)')
     add_out_argument(ap, __file__)
     args = ap.parse_args()
     work = args.work / args.task
     logs = args.work / 'logs'
     timings: dict[str, float] = {}
+    if args.scene is None:
+        use_fixtures()
+        from fixtures.twin_scenes import base_scene
+
+        args.scene = base_scene(args.task).save(work / 'base_scene.yaml')
 
     t = time.monotonic()
     run([str(BIN / 'comsim-twin-generate'), '--scene', str(args.scene), '--task', args.task,
@@ -160,33 +177,41 @@ def main() -> int:
     if args.real is not None:
         arms['real'] = ([f'{args.real}:real'], {})
         union.append(f'{args.real}:real')
-    configs = {name: recipe(work, name, counts, union) for name, (_, counts) in arms.items()}
+    configs = {name: recipe(args.config, work, name + args.label, counts, union)
+               for name, (_, counts) in arms.items()}
     t = time.monotonic()
     decoded = sum(warm_cache(configs[n], arms[n][0], args.work / 'cache') for n in arms)
     timings['decode_s'] = time.monotonic() - t
+    if args.until == 'data':
+        return 0
 
     def train_arm(name: str) -> dict:
         data, config = arms[name][0], configs[name]
-        return train(config, data, work / f'policy_{name}', args.task, args.train_minutes,
-                     args.work / 'cache', logs / f'train_{name}.log', args.train_steps)
+        tag = name + args.label
+        return train(config, data, work / f'policy_{tag}', args.task, args.train_minutes,
+                     args.work / 'cache', logs / f'train_{tag}.log', args.train_steps)
 
     t = time.monotonic()
     with ThreadPoolExecutor(len(arms)) as pool:   # one torch thread each: one core per arm
         trained = dict(zip(arms, pool.map(train_arm, arms), strict=True))
     timings['train_s'] = time.monotonic() - t
+    if args.until == 'train':
+        return 0
 
     t = time.monotonic()
-    eval_dir = work / 'evaluation'
+    eval_dir = work / f'evaluation{args.label}'
     run([str(BIN / 'comsim-policy-eval'), '--mode', 'in_process',
-         '--checkpoints', *[str(work / f'policy_{n}') for n in arms], '--tasks', args.task,
+         '--checkpoints', *[str(work / f'policy_{n}{args.label}') for n in arms],
+         '--tasks', args.task,
          '--regions', 'id', 'ood', '--rollouts', str(args.rollouts), '--seed',
-         str(args.eval_seed), '--out', str(eval_dir)], logs / 'evaluation.log')
+         str(args.eval_seed), '--out', str(eval_dir)], logs / f'evaluation{args.label}.log')
     timings['evaluation_s'] = time.monotonic() - t
     evaluation = json.loads((eval_dir / 'results.json').read_text())
     write_result(args.out, {
         'task': args.task, 'work': str(args.work), 'ground_truth': {'filmed': filmed,
                                                                    'lab_successes': ok},
-        'episodes_requested': args.episodes, 'episodes_decoded': decoded, 'trained': trained,
+        'recipe': str(args.config), 'episodes_requested': args.episodes,
+        'episodes_decoded': decoded, 'trained': trained,
         'timings_s': {k: round(v, 1) for k, v in timings.items()},
         'table': evaluation.get('table'), 'paired': evaluation.get('paired')},
         torch_machine())

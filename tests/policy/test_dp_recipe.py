@@ -104,3 +104,50 @@ def test_normalization_data_widens_the_range_to_the_union_of_the_arms(tmp_path):
     assert np.all(union.state.min.numpy() <= lo + 1e-5)
     assert np.all(union.state.min.numpy() <= own.state.min.numpy() + 1e-6)
     assert np.any(union.state.min.numpy() < own.state.min.numpy() - 1e-3)   # it did widen
+
+
+def _model_batch(cfg: PolicyConfig, b: int = 3) -> tuple[dict, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    h, w = cfg.crop_size
+    images = {k: torch.randint(0, 255, (b, cfg.n_obs_steps, 3, h, w), generator=g,
+                               dtype=torch.uint8) for k in cfg.camera_keys}
+    return images, torch.randn(b, cfg.n_obs_steps, len(cfg.joint_names), generator=g)
+
+
+def test_fewer_vision_stages_read_keypoints_from_a_finer_map():
+    from comsim_policy.model.vision import ResNetEncoder
+
+    x = torch.zeros(1, 3, 90, 120)
+    shapes = []
+    for n in (4, 3, 2):
+        enc = ResNetEncoder(8, 4, stages=n)
+        shapes.append(tuple(enc.stages(enc.stem(x)).shape[2:]))
+        assert enc(x).shape == (1, 8)
+    assert shapes == [(3, 4), (6, 8), (12, 15)]
+    with pytest.raises(ConfigError, match='vision_stages 5'):
+        cfg = tiny_config()
+        cfg.model.vision_stages = 5
+        cfg.validate()
+
+
+def test_state_steps_sets_which_joint_states_the_network_sees():
+    from comsim_policy.model.policy import DiffusionPolicyModel
+
+    cfg = tiny_config()
+    images, state = _model_batch(cfg)
+    full = DiffusionPolicyModel(cfg)
+    cond = full.encode(images, state)
+    for steps, changes_with_old, changes_with_new in ((0, False, False), (1, False, True),
+                                                      (2, True, True)):
+        cfg.model.state_steps = steps
+        model = DiffusionPolicyModel(cfg)
+        base = model.encode(images, state)
+        old, new = state.clone(), state.clone()
+        old[:, 0] += 1.0
+        new[:, -1] += 1.0
+        assert (not torch.equal(model.encode(images, old), base)) == changes_with_old, steps
+        assert (not torch.equal(model.encode(images, new), base)) == changes_with_new, steps
+        assert base.shape[1] == cond.shape[1] - (2 - steps) * len(cfg.joint_names)
+    cfg.model.state_steps = 3
+    with pytest.raises(ConfigError, match='state_steps 3'):
+        cfg.validate()

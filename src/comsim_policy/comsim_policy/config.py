@@ -43,6 +43,12 @@ class ModelConfig:
     # keeps the image gradient from ever reviving them. Checkpoints saved before this option
     # existed load with True (checkpoint.load_config), so they compute what they did.
     encoder_head_relu: bool = False
+    # ResNet stages kept (1-4); fewer = a finer map for the spatial softmax (see ResNetEncoder).
+    vision_stages: int = 4
+    # How many of the window's latest joint states condition the network (null = all
+    # n_obs_steps, 0 = none). Two states give the joint velocity, which lets a policy copy its
+    # own motion instead of reading the cameras (the "copycat" shortcut).
+    state_steps: int | None = None
 
 
 @dataclass
@@ -151,6 +157,12 @@ class PolicyConfig:
         if self.n_obs_steps - 1 + self.n_action_steps > self.horizon:
             raise ConfigError(f'n_obs_steps - 1 + n_action_steps ({self.n_obs_steps - 1} + '
                               f'{self.n_action_steps}) exceeds horizon {self.horizon}')
+        if not 1 <= self.model.vision_stages <= 4:
+            raise ConfigError(f'model.vision_stages {self.model.vision_stages} must be 1-4')
+        if self.model.state_steps is not None and not \
+                0 <= self.model.state_steps <= self.n_obs_steps:
+            raise ConfigError(f'model.state_steps {self.model.state_steps} must be null or '
+                              f'0-n_obs_steps ({self.n_obs_steps})')
         down = 2 ** (len(self.model.down_dims) - 1)
         if self.horizon % down:
             raise ConfigError(f'horizon {self.horizon} must be divisible by {down} '

@@ -30,21 +30,26 @@ class DiffusionPolicyModel(nn.Module):
         self.preprocessor = preprocessor or ImagePreprocessor.from_config(config)
         m = config.model
         keys = config.camera_keys
-        relu = m.encoder_head_relu
+        def encoder() -> ResNetEncoder:
+            return ResNetEncoder(m.vision_width, m.num_keypoints, head_relu=m.encoder_head_relu,
+                                 stages=m.vision_stages)
+
         if m.share_vision_encoder:
-            shared = ResNetEncoder(m.vision_width, m.num_keypoints, head_relu=relu)
+            shared = encoder()
             self.encoders = nn.ModuleDict({k: shared for k in keys})
         else:
-            self.encoders = nn.ModuleDict({k: ResNetEncoder(m.vision_width, m.num_keypoints,
-                                                            head_relu=relu) for k in keys})
-        feat = sum(self.encoders[k].out_dim for k in keys) + len(config.joint_names)
-        self.unet = ConditionalUnet1D(config.action_dim, feat * config.n_obs_steps, m.down_dims,
+            self.encoders = nn.ModuleDict({k: encoder() for k in keys})
+        self.state_steps = config.n_obs_steps if m.state_steps is None else m.state_steps
+        cond = (sum(self.encoders[k].out_dim for k in keys) * config.n_obs_steps
+                + len(config.joint_names) * self.state_steps)
+        self.unet = ConditionalUnet1D(config.action_dim, cond, m.down_dims,
                                       m.kernel_size, m.n_groups, m.diffusion_step_embed_dim)
         self.normalizer = PolicyNormalizer(len(config.joint_names), config.action_dim)
 
     def encode(self, images: dict[str, torch.Tensor], state: torch.Tensor,
                memory_format: torch.memory_format | None = None) -> torch.Tensor:
-        """Observation window -> one conditioning vector per sample (B, T_obs * feat).
+        """Observation window -> one conditioning vector per sample: every step's image
+        features, then the latest ``state_steps`` joint states.
 
         The encoders see NHWC (channels-last) images on a CPU unless ``memory_format`` says
         otherwise: same values, and PyTorch's NCHW max-pool is ~15x slower there (one training
@@ -59,8 +64,11 @@ class DiffusionPolicyModel(nn.Module):
                                     else torch.contiguous_format)
             x = x.contiguous(memory_format=fmt)
             parts.append(self.encoders[key](x).reshape(b, t, -1))
-        parts.append(self.normalizer.state.normalize(state.float()))
-        return torch.cat(parts, dim=-1).reshape(b, -1)
+        states = self.normalizer.state.normalize(state.float())
+        if self.state_steps == t:          # the original layout: per step, images then state
+            return torch.cat([*parts, states], dim=-1).reshape(b, -1)
+        recent = states[:, t - self.state_steps:].reshape(b, -1)
+        return torch.cat([torch.cat(parts, dim=-1).reshape(b, -1), recent], dim=-1)
 
     def compute_loss(self, batch: dict, noise_scheduler) -> torch.Tensor:
         """DDPM epsilon-prediction MSE on one batch."""

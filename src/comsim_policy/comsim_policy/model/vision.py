@@ -61,23 +61,27 @@ class ResNetEncoder(nn.Module):
     """ResNet-18 (2-2-2-2 basic blocks) -> spatial softmax -> linear, on images normalised by
     the policy's ``ImagePreprocessor``.
 
+    ``stages`` keeps the first 1-4 ResNet stages: each one dropped doubles the resolution of
+    the map the keypoints are read from (96x128 input: 3x4 with all four, 6x8 with three).
     ``head_relu`` puts a ReLU after the linear (the original ComSim head; see
     ``ModelConfig.encoder_head_relu``).
     """
 
     def __init__(self, width: int = 64, num_keypoints: int = 32, out_dim: int | None = None,
-                 head_relu: bool = False) -> None:
+                 head_relu: bool = False, stages: int = 4) -> None:
         super().__init__()
+        if not 1 <= stages <= 4:
+            raise ValueError(f'ResNetEncoder: stages must be 1-4, got {stages}')
         w = width
         self.stem = nn.Sequential(nn.Conv2d(3, w, 7, 2, 3, bias=False), _norm(w), nn.ReLU(),
                                   nn.MaxPool2d(3, 2, 1))
-        stages = []
+        blocks = []
         c_in = w
-        for i, c_out in enumerate([w, 2 * w, 4 * w, 8 * w]):
+        for i, c_out in enumerate([w, 2 * w, 4 * w, 8 * w][:stages]):
             stride = 1 if i == 0 else 2
-            stages += [BasicBlock(c_in, c_out, stride), BasicBlock(c_out, c_out, 1)]
+            blocks += [BasicBlock(c_in, c_out, stride), BasicBlock(c_out, c_out, 1)]
             c_in = c_out
-        self.stages = nn.Sequential(*stages)
+        self.stages = nn.Sequential(*blocks)
         self.pool = SpatialSoftmax(c_in, num_keypoints)
         self.out_dim = out_dim or 2 * num_keypoints
         self.head = nn.Sequential(nn.Linear(2 * num_keypoints, self.out_dim),
