@@ -71,10 +71,23 @@ def test_runner_reproduces_recorded_actions(trained):
     assert np.mean(errors) < 0.5 * np.mean(holds), (np.mean(errors), np.mean(holds))
 
 
-def test_resume_continues_from_last_checkpoint(trained, tmp_path):
+def test_resume_continues_from_last_checkpoint(trained, tmp_path, monkeypatch):
+    from safetensors.torch import load_file
+
+    from comsim_policy.training import train as train_module
+
     out = trained / 'ckpt'
+    before = {k: v for k, v in load_file(str(out / 'model.safetensors')).items()
+              if k.startswith('normalizer.')}
+
+    def refit(*_args, **_kw):
+        raise AssertionError('a resumed run refitted its normaliser (it is in the state)')
+
+    monkeypatch.setattr(train_module, 'fit_normalizer', refit)
     main(['--config', str(trained / 'tiny.yaml'), '--data', str(trained / 'eps'),
           '--out', str(out), '--resume', '--max-steps', '450'])
+    after = load_file(str(out / 'model.safetensors'))
+    assert before and all(torch.equal(v, after[k]) for k, v in before.items())
     steps = [r['step'] for r in _log(trained)]
     assert steps[-1] == 450 and steps.count(400) == 1   # continued, did not restart at 0
     state = json.loads((out / 'training_state' / 'state.json').read_text())

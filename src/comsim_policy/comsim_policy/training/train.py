@@ -180,7 +180,8 @@ def train_prepared(config: PolicyConfig, data: PreparedData, out: Path | str,
     device = default_device(tc.device)
     torch.manual_seed(tc.seed)
     model = DiffusionPolicyModel(config)
-    model.normalizer = normalizer if normalizer is not None else fit_normalizer(config, data)
+    if not resume:     # a resumed run loads the normaliser it was fitted with (no bag reading)
+        model.normalizer = normalizer if normalizer is not None else fit_normalizer(config, data)
     model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay)
     # `ema` keeps the average; `averaged` is the model it is copied into to validate and save
