@@ -1,11 +1,14 @@
-"""The main job's policy stage: train on real (and real + pseudo-real) episodes, roll out, report.
+"""The policy stage: train one checkpoint per arm and task, roll each out, report.
 
-Per task (the recipe trains one checkpoint per task), one policy on the recorded real episodes
-(``out/policy/real/<task>``) and, when the neural simulator left pseudo-real episodes, one on
-real + pseudo-real through the mixture sampler (``out/policy/real_pseudo/<task>``). Every
-checkpoint is rolled out by the in-process evaluator on the bench lab, the same layout seeds
-for each, ``rollouts`` per task and region, so the report gives k/N with intervals and a paired
-test between the two; the stage returns what it trained and measured, the report renders it.
+An arm (``arms.Arm``) is the data one checkpoint learns from. By default, per task (the recipe
+trains one checkpoint per task), one on the recorded real episodes (``out/policy/real/<task>``)
+and, when the neural simulator left pseudo-real episodes, one on real + pseudo-real through the
+mixture sampler (``out/policy/real_pseudo/<task>``); the experiment passes the paper's arms.
+Every arm trains with the same recipe and steps, and with several arms the normaliser is fitted
+on the union of their data. Every checkpoint is rolled out by the in-process evaluator on the
+bench lab, the same layout seeds for each, ``rollouts`` per task, region and object variant, so
+the report gives k/N with intervals and paired tests; the stage returns what it trained and
+measured, the report renders it.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import torch
 
 from comsim_core.episodes import EpisodeNotFoundError, find_episodes, read_meta
 
+from .arms import Arm, arm_specs
 from .config import PolicyConfig
 from .training.data_setup import DataSpec
 from .training.train import train
@@ -44,7 +48,7 @@ class PolicyStageError(RuntimeError):
 class TrainedPolicy:
     """One trained checkpoint and the numbers the report shows about its training."""
 
-    name: str                          # the arm: real | real_pseudo
+    name: str                          # the arm: real | real_pseudo | an Arm's name
     path: Path
     episodes: dict
     steps: int
@@ -54,6 +58,7 @@ class TrainedPolicy:
     val_action_mae: float | None
     val_image_sensitivity: float | None = None
     task: str = ''
+    label: str = ''                    # the arm as a table shows it
 
 
 @dataclass
@@ -127,16 +132,42 @@ def single_thread_cpu() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
+def main_job_arms(with_pseudo_real: bool, mixture: dict | None = None) -> list[Arm]:
+    """Real only, and real + pseudo-real (equal sample shares unless the config says)."""
+    arms = [Arm('real', 'real', {'real': None})]
+    if with_pseudo_real:
+        arms.append(Arm('real_pseudo', 'real + pseudo-real', {'real': None, 'pseudo_real': None},
+                        mixture or {'real': 1.0, 'pseudo_real': 1.0}))
+    return arms
+
+
+def arm_config(config: PolicyConfig, arm: Arm, union: Sequence[str]) -> PolicyConfig:
+    """The recipe for one arm: its sample shares, no count selection (``arm_specs`` already
+    picked the episodes) and, when ``union`` names data, the normaliser fitted on it."""
+    config = copy.deepcopy(config)
+    config.train.mixture = dict(arm.weights)
+    config.train.mixture_counts = {}
+    if union and config.normalization == 'data':
+        config.train.normalization_data = list(union)
+    return config
+
+
 def train_policy(name: str, task: str, specs: list[DataSpec], config: PolicyConfig, out: Path,
-                 log: Callable[[str], None]) -> TrainedPolicy:
-    """Train ``task``'s checkpoint into ``out/policy/<name>/<task>`` (from scratch: any old one
-    is replaced)."""
+                 log: Callable[[str], None], label: str = '', resume: bool = False
+                 ) -> TrainedPolicy:
+    """Train ``task``'s checkpoint into ``out/policy/<name>/<task>``: from scratch (any old one
+    is replaced), or with ``resume`` continuing a run that left its training state."""
+    from .checkpoint import has_training_state  # noqa: PLC0415
+
     ckpt = out / 'policy' / name / task
-    shutil.rmtree(ckpt, ignore_errors=True)
+    resume = resume and has_training_state(ckpt)
+    if not resume:
+        shutil.rmtree(ckpt, ignore_errors=True)
     t0 = time.monotonic()
     config = copy.deepcopy(config)
     config.tasks = [task]
-    summary = train(config, specs, ckpt, log=lambda s: log(f'[policy:{name}:{task}] {s}'))
+    summary = train(config, specs, ckpt, resume=resume,
+                    log=lambda s: log(f'[policy:{name}:{task}] {s}'))
     wall = time.monotonic() - t0
     history = summary['history']
     rates = [h['samples_per_s'] for h in history if 'samples_per_s' in h]
@@ -145,20 +176,26 @@ def train_policy(name: str, task: str, specs: list[DataSpec], config: PolicyConf
     return TrainedPolicy(name, ckpt, summary['data'], int(summary['steps']),
                          sum(rates) / len(rates) if rates else 0.0, wall,
                          last.get('val_loss'), last.get('val_action_mae'),
-                         last.get('val_image_sensitivity'), task)
+                         last.get('val_image_sensitivity'), task, label or name)
 
 
 def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
                  log: Callable[[str], None] = print, rollouts: int = 20,
                  tasks: Sequence[str] | None = None, *, regions: Sequence[str] = ('id', 'ood'),
+                 variants: Sequence[str] = ('',),
                  config: PolicyConfig | Path | str | None = None,
                  cache_dir: Path | str | None = None,
-                 evaluation: dict | None = None) -> PolicyStageResult:
+                 evaluation: dict | None = None,
+                 arms: Sequence[Arm] | None = None,
+                 sources: dict[str, Path] | None = None,
+                 resume: bool = False) -> PolicyStageResult:
     """Train per task and arm, evaluate in process, return what was trained and measured.
 
     ``config`` defaults to ``config/policy_train_main_job.yaml``; ``cache_dir`` (default: the
     config's, relative to the repository) keeps decoded frames between runs; ``evaluation``
-    replaces keys of config/evaluation.yaml (workers, lab overrides...).
+    replaces keys of config/evaluation.yaml (workers, lab overrides...). ``arms`` default to
+    ``main_job_arms``; ``sources`` adds episode folders by source (sim, gt, ...) to the real
+    and pseudo-real ones. ``resume`` continues checkpoints that left a training state.
     """
     from .evaluation.config import load_config as load_evaluation  # noqa: PLC0415
     from .evaluation.in_process import evaluate  # noqa: PLC0415
@@ -175,22 +212,26 @@ def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
         else cfg.train.device
     cfg.train.cache_dir = _cache_dir(cache_dir, cfg.train.cache_dir, out)
     tasks = list(tasks or episode_tasks(real_dir) or DEFAULT_TASKS)
-    runs = [('real', [DataSpec(real_dir, 'real')], cfg)]
+    folders = {'real': real_dir}
     if pseudo_real_available(pseudo_real_dir):
-        mixed = copy.deepcopy(cfg)
-        mixed.train.mixture = dict(mixed.train.mixture) or {'real': 1.0, 'pseudo_real': 1.0}
-        runs.append(('real_pseudo', [DataSpec(real_dir, 'real'),
-                                     DataSpec(Path(pseudo_real_dir), 'pseudo_real')], mixed))
-    else:
-        log(f'[policy] no pseudo-real episodes ({pseudo_real_dir}): training on real only')
+        folders['pseudo_real'] = Path(pseudo_real_dir)
+    folders.update({k: Path(v) for k, v in (sources or {}).items()})
+    if arms is None:
+        if 'pseudo_real' not in folders:
+            log(f'[policy] no pseudo-real episodes ({pseudo_real_dir}): training on real only')
+        arms = main_job_arms('pseudo_real' in folders, dict(cfg.train.mixture) or None)
+    used = sorted({s for arm in arms for s in arm.counts})
+    union = [f'{folders[s]}:{s}' for s in used if s in folders] if len(arms) > 1 else []
+    runs = [(arm, task, arm_specs(arm, folders, [task]), arm_config(cfg, arm, union))
+            for arm in arms for task in tasks]
     eval_cfg = dataclasses.replace(
         load_evaluation(None), **{'tasks': tasks, 'rollouts': int(rollouts),
-                                  'regions': list(regions), 'variants': [''],
+                                  'regions': list(regions), 'variants': list(variants),
                                   'out': str(out / 'policy' / 'evaluation'), 'seed': EVAL_SEED,
                                   'sheets': 1, **(evaluation or {})})
     with single_thread_cpu():
-        trained = [train_policy(name, task, specs, c, out, log)
-                   for name, specs, c in runs for task in tasks]
+        trained = [train_policy(arm.name, task, specs, c, out, log, arm.label, resume)
+                   for arm, task, specs, c in runs]
         t_eval = time.monotonic()
         result = evaluate([t.path for t in trained], eval_cfg,
                           log=lambda s: log(f'[policy:eval] {s}'))

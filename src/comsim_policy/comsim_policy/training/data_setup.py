@@ -114,15 +114,19 @@ def prepare(specs: list[DataSpec], config: PolicyConfig, cache: FrameCache) -> P
 
 
 def motion(specs: list[DataSpec], config: PolicyConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Every joint position and command (policy joint order) of the episodes under ``specs``,
-    read without their images: what the normaliser's range must cover."""
+    """Every joint position and command (policy joint order) of the episodes under ``specs``
+    (of ``config.tasks`` when it names any), read without their images: what the normaliser's
+    range must cover."""
     from comsim_core.episodes import Episode  # noqa: PLC0415 - rosbags only to read bags
 
     states, actions = [], []
     for spec in specs:
         paths = find_episodes(spec.path)
+        if config.tasks:
+            paths = [p for p in paths if read_meta(p).task in config.tasks]
         if not paths:
-            raise EpisodeDataError(f'train.normalization_data: no episodes under {spec.path}')
+            raise EpisodeDataError(f'train.normalization_data: no episodes under {spec.path}'
+                                   + (f' of tasks {config.tasks}' if config.tasks else ''))
         for path in paths:
             with Episode.open(path) as ep:
                 js = ep.joint_states(config.joint_topic)
