@@ -16,7 +16,7 @@ from pathlib import Path
 from comsim_core.episodes import find_episodes
 
 from .data.episode_arrays import SOURCES, EpisodeDataError, episode_success
-from .training.data_setup import DataSpec
+from .training.data_setup import DataSpec, of_tasks
 
 
 @dataclass(frozen=True)
@@ -72,11 +72,8 @@ def select_arms(arms: Sequence[Arm], letters: Sequence[str] | None) -> list[Arm]
 
 def successful_episodes(directory: Path, tasks: Sequence[str] = ()) -> list[Path]:
     """The successful episodes under ``directory`` (of ``tasks`` when given), sorted by name."""
-    from comsim_core.episodes import read_meta  # noqa: PLC0415
-
-    paths = sorted(find_episodes(directory), key=lambda p: p.name)
-    return [p for p in paths if episode_success(p) is True
-            and (not tasks or read_meta(p).task in tasks)]
+    paths = of_tasks(sorted(find_episodes(directory), key=lambda p: p.name), tasks)
+    return [p for p in paths if episode_success(p) is True]
 
 
 def arm_specs(arm: Arm, sources: Mapping[str, Path], tasks: Sequence[str] = ()

@@ -6,6 +6,7 @@ Separate from the loop so benches and tests build exactly the data the CLI train
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +50,11 @@ class PreparedData:
     summary: dict = field(default_factory=dict)
 
 
+def of_tasks(paths: Sequence[Path], tasks: Sequence[str]) -> list[Path]:
+    """The episodes of ``paths`` whose metadata names one of ``tasks`` (all when empty)."""
+    return [p for p in paths if read_meta(p).task in tasks] if tasks else list(paths)
+
+
 def load_all(specs: list[DataSpec], config: PolicyConfig, cache: FrameCache,
              skipped: list[str] | None = None) -> list[EpisodeArrays]:
     """Every episode under every spec, decoded through the cache (in a stable order).
@@ -64,7 +70,7 @@ def load_all(specs: list[DataSpec], config: PolicyConfig, cache: FrameCache,
         if not paths:
             raise EpisodeDataError(f'no episodes under {spec.path}')
         if config.tasks:
-            paths = [p for p in paths if read_meta(p).task in config.tasks]
+            paths = of_tasks(paths, config.tasks)
             if not paths:
                 raise EpisodeDataError(f'no episodes of tasks {config.tasks} under {spec.path}')
         if not config.train.include_failed:
@@ -121,9 +127,7 @@ def motion(specs: list[DataSpec], config: PolicyConfig) -> tuple[np.ndarray, np.
 
     states, actions = [], []
     for spec in specs:
-        paths = find_episodes(spec.path)
-        if config.tasks:
-            paths = [p for p in paths if read_meta(p).task in config.tasks]
+        paths = of_tasks(find_episodes(spec.path), config.tasks)
         if not paths:
             raise EpisodeDataError(f'train.normalization_data: no episodes under {spec.path}'
                                    + (f' of tasks {config.tasks}' if config.tasks else ''))
