@@ -1,39 +1,73 @@
-"""The main job: the whole pipeline that exists so far, on the bench lab, with a report.
+"""The main job: the paper's experiment on the bench lab, end to end, resumable, with a report.
 
-Stages: (1) record: start the recording graph (bench lab, scripted teleop, recorder), record N
-episodes per task unattended; (2) twin: the lab captures calibration views, the twin calibrates,
-aligns each recorded episode, replays it into a paired episode and generates sim episodes;
-(3) neural simulator: train on the paired episodes, translate the sim episodes into pseudo-real
-ones, ablation table, and a few translated sim episodes scored against the bench lab filming
-the same layout and motion; (4) policy: train on real, and on real + pseudo-real, evaluate both
-in closed loop on the bench lab.
-Each stage returns its result and scripts/report.py renders it into `report.md`. This script is
-the only place that also reads the bench lab's ground truth, to score the twin
-(comsim_bench_lab.scoring) and the neural simulator against it.
+Stages (each leaves a record under ``<run>/stages``; ``--resume RUN`` skips finished ones):
+1. record: the recording graph (bench lab, scripted teleop, recorder) records the real demos
+   over ROS, in the lab's demonstration region;
+2. twin: the lab captures calibration views, the twin calibrates, aligns and replays the first
+   ``real`` demos per task into paired episodes, and generates ``generated`` (+ a few spare)
+   trajectories per task over its workspace at the policy's camera rate;
+3. ground_truth: the bench lab films every generated trajectory; only those that pass both the
+   twin's and the lab's success check are used, the first ``generated`` of them per task, so
+   arms B, C, D and E share the trajectories;
+4. neural_sim: trained on the paired (real, twin) replays, translates those trajectories into
+   pseudo-real episodes;
+5. video: the video table, every conditioning mode against the lab's filming of a few
+   trajectories, split by the lab's region of their layout;
+6. policy: one recipe, the same steps and one normaliser for every arm (A, A', B, C, D, E),
+   rolled out in process on the same layout seeds: the success table in the paper's layout with
+   Wilson intervals and paired McNemar tests.
+This script is the only place that also reads the bench lab's ground truth (the filming, the
+twin's and the neural simulator's scores): the stack itself never does.
 
-    scripts/main_job.sh [--out output/main_job] [--episodes-per-task 5] [--tasks a b c]
+    scripts/main_job.sh [--scale reduced|paper] [--tasks move_card] [--out output/main_job]
+    scripts/main_job.sh --resume output/main_job/<run>
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
+import shlex
+import subprocess
 import sys
 import time
 from datetime import datetime
 from pathlib import Path
 
-import rclpy
 import report
+import yaml
 
-from comsim_core.episodes import find_episodes
-from comsim_core.ros.episode_runner import EpisodeRunner
-from comsim_core.ros.graph import Graph, graph_from_launch
-from comsim_teleop.report.recording import summarise_recording
+from comsim_core.errors import UserError, cli_main
+from comsim_core.experiment.config import ExperimentConfig, Scale
+from comsim_core.experiment.run import Run
+from comsim_core.experiment.table import Trial
 
 ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
 CAMERAS = ['/cameras/front/image_raw', '/cameras/side/image_raw']
+LAB_YAML, REALISM_YAML = ROOT / 'config/bench_lab/lab.yaml', ROOT / 'config/bench_lab/realism.yaml'
+STAGES = ('record', 'twin', 'ground_truth', 'neural_sim', 'video', 'policy')
 
 
-def wait_for_services(node, names: list[str], timeout: float, graph: Graph) -> None:
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+def run_tool(cmd: list[str], log_file: Path) -> int:
+    """One of the stack's command-line tools (no shell), its output appended to ``log_file``."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    log(f'$ {shlex.join(cmd)}')
+    with log_file.open('a') as fh:
+        fh.write(f'$ {shlex.join(cmd)}\n')
+        fh.flush()
+        return subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT).returncode
+
+
+# --- 1. record ------------------------------------------------------------------------------
+
+
+def wait_for_services(node, names: list[str], timeout: float, graph) -> None:
+    import rclpy
     deadline = time.monotonic() + timeout
     pending = list(names)
     while pending:
@@ -45,15 +79,22 @@ def wait_for_services(node, names: list[str], timeout: float, graph: Graph) -> N
         rclpy.spin_once(node, timeout_sec=0.2)
 
 
-def record_stage(out: Path, args) -> tuple[Path, str]:
+def record_stage(out: Path, tasks: list[str], per_task: int) -> dict:
+    import rclpy
+
+    from comsim_core.ros.episode_runner import EpisodeRunner
+    from comsim_core.ros.graph import Graph, graph_from_launch
+    from comsim_teleop.report.recording import summarise_recording
+
     episodes = out / 'episodes'
+    if episodes.exists():       # an interrupted recording: its episodes' seeds restart at 0
+        import shutil
+        shutil.rmtree(episodes)
     overrides = {'recorder': {'output_dir': str(episodes)}}
     specs = graph_from_launch(ROOT / 'launch' / 'record.launch.py', {'bench_lab': 'true'},
                               overrides)
     runner_args = ['--ros-args', '--params-file', str(ROOT / 'config' / 'episode_runner.yaml'),
-                   '-p', f'episodes_per_task:={args.episodes_per_task}']
-    if args.tasks:
-        runner_args += ['-p', f'tasks:=[{",".join(args.tasks)}]']
+                   '-p', f'episodes_per_task:={per_task}', '-p', f'tasks:=[{",".join(tasks)}]']
     t0 = time.monotonic()
     with Graph(specs, log_dir=out / 'logs') as graph:
         rclpy.init(args=runner_args)
@@ -61,123 +102,330 @@ def record_stage(out: Path, args) -> tuple[Path, str]:
             runner = EpisodeRunner()
             wait_for_services(runner, ['/bench_lab/reset', '/recorder/start',
                                        '/teleop/start_scripted'], 120.0, graph)
-            results = runner.run_all(lambda s: print(f'[record] {s}', flush=True))
+            results = runner.run_all(lambda s: log(f'[record] {s}'))
             runner.destroy_node()
         finally:
             rclpy.shutdown()
     wall = time.monotonic() - t0
-    ok = sum(r.success for r in results)
-    print(f'[record] {ok}/{len(results)} successful episodes in {wall:.0f} s', flush=True)
+    log(f'[record] {sum(r.success for r in results)}/{len(results)} successful in {wall:.0f} s')
     text = report.recording_section(summarise_recording(episodes), out, CAMERAS,
                                     [(r.task, r.success) for r in results], wall)
-    return episodes, text
+    return {'episodes': str(episodes), 'section': text}
 
 
-def twin_stage(out: Path, episodes_dir: Path, args) -> str:
+# --- 2. twin --------------------------------------------------------------------------------
+
+
+def generation_config(cfg: ExperimentConfig, out: Path):
+    """config/twin/generation.yaml laid out over the workspace at the policy's camera rate,
+    failures discarded, appearance randomisation as the experiment says; saved with the run."""
+    from comsim_twin.generation.config import GenerationConfig
+
+    base = GenerationConfig.load()
+    gen = base.with_overrides(region='workspace', camera_hz=cfg.camera_hz, failures='discard',
+                              randomise=dict(base.randomise) if cfg.appearance_randomisation
+                              else {})
+    out.mkdir(parents=True, exist_ok=True)
+    (out / 'generation.yaml').write_text(yaml.safe_dump(
+        {'format': 'comsim-generation/1', **gen.to_dict()}, sort_keys=False))
+    return gen
+
+
+def twin_stage(out: Path, episodes_dir: Path, cfg: ExperimentConfig, scale: Scale) -> dict:
     from comsim_bench_lab.calibration_rig import capture_calibration
     from comsim_bench_lab.config import LabConfig
     from comsim_bench_lab.scoring import score_twin
+    from comsim_policy.arms import successful_episodes
     from comsim_twin.stage import run_twin_stage
 
-    lab_yaml, realism = ROOT / 'config/bench_lab/lab.yaml', ROOT / 'config/bench_lab/realism.yaml'
+    demos = []
+    for task in cfg.tasks:
+        found = successful_episodes(episodes_dir, [task])
+        if len(found) < scale.real:
+            raise UserError(f'{episodes_dir}: {len(found)} successful {task} demonstrations, '
+                            f'the experiment needs {scale.real}')
+        demos += found[:scale.real]       # arm A's demos: the neural simulator's pairs
     t0 = time.monotonic()
-    bag = capture_calibration(lab_yaml, realism, out / 'calibration_session', args.calib_views,
-                              seed=0)
+    bag = capture_calibration(LAB_YAML, REALISM_YAML, out / 'calibration_session',
+                              cfg.calibration_views, seed=0)
     capture_s = time.monotonic() - t0
-    episodes = find_episodes(episodes_dir)
-    res = run_twin_stage(bag, episodes, out / 'twin', sim_per_task=args.sim_per_task,
-                         log=lambda m: print(m, flush=True))
-    scores = score_twin(LabConfig.load(lab_yaml),
+    res = run_twin_stage(bag, demos, out / 'twin',
+                         sim_per_task=scale.generated + scale.generated_extra,
+                         seed=cfg.generation_seed, workers=os.cpu_count() or 1, log=log,
+                         generation=generation_config(cfg, out / 'twin'))
+    scores = score_twin(LabConfig.load(LAB_YAML),
                         {cam: (res.cameras[cam].K, res.cameras[cam].T_base_camera)
                          for cam in res.calibration},
                         {name: (episodes_dir / name, rep['objects'])
                          for name, rep in res.alignment.items()})
-    return report.twin_section(res, scores, out, capture_s, args.calib_views)
+    return {'sim': str(out / 'twin' / 'sim'), 'paired': str(out / 'twin' / 'paired'),
+            'generation': res.generation,
+            'section': report.twin_section(res, scores, out, capture_s, cfg.calibration_views)}
 
 
-def bench_ground_truth(sims: list[Path], out_dir: Path, cameras: list[str],
-                       max_frames: int) -> Path:
-    """The bench lab films generated episodes (ground truth for the neural simulator's output)."""
+# --- 3. ground truth ------------------------------------------------------------------------
+
+
+def ground_truth_stage(out: Path, sim_dir: Path, cfg: ExperimentConfig, scale: Scale) -> dict:
+    """The lab films every generated trajectory; the ones both checks pass, per task."""
+    from comsim_policy.arms import successful_episodes
+
+    gt_dir = out / 'ground_truth'
+    t0 = time.monotonic()
+    rc = run_tool([str(BIN / 'comsim-bench-lab-ground-truth'), str(sim_dir), '--out',
+                   str(gt_dir), '--rate-hz', f'{cfg.camera_hz:g}', '--no-positions'],
+                  out / 'logs' / 'ground_truth.log')
+    if rc not in (0, 2):        # 2: some inputs failed (named in the log); the rest is usable
+        raise RuntimeError(f'comsim-bench-lab-ground-truth exited {rc}; see '
+                           f'{out / "logs" / "ground_truth.log"}')
+    chosen, rows = {}, []
+    for task in cfg.tasks:
+        sims = {p.name for p in successful_episodes(sim_dir, [task])}
+        lab_ok = [p.name for p in successful_episodes(gt_dir, [task]) if p.name in sims]
+        filmed = len([p for p in (sim_dir / task).glob('*') if (gt_dir / p.name).exists()])
+        chosen[task] = lab_ok[:scale.generated]
+        rows.append((task, len(sims), filmed, len(lab_ok), len(chosen[task])))
+        log(f'[ground_truth] {task}: {len(lab_ok)} of {len(sims)} generated trajectories pass '
+            f'the lab check; using {len(chosen[task])}')
+    return {'ground_truth': str(gt_dir), 'trajectories': chosen,
+            'section': report.ground_truth_section(rows, scale.generated,
+                                                   time.monotonic() - t0, rc)}
+
+
+# --- 4. neural simulator --------------------------------------------------------------------
+
+
+def neural_sim_stage(out: Path, twin: dict, chosen: list[Path], cfg: ExperimentConfig,
+                     scale: Scale) -> dict:
+    from comsim_neural_sim.config import NeuralSimConfig
+    from comsim_neural_sim.stage import neural_sim_stage as run_stage
+
+    t0 = time.monotonic()
+    ns = run_stage(out / 'neural_sim', Path(twin['paired']), Path(twin['sim']),
+                   log=lambda m: log(f'[neural_sim] {m}'), train_steps=scale.neural_sim_steps,
+                   config=NeuralSimConfig.from_yaml(ROOT / cfg.neural_sim_config),
+                   steps=cfg.neural_sim_sample_steps, episodes=chosen)
+    return {'pseudo_real': str(ns.pseudo_real), 'checkpoint': str(out / 'neural_sim' /
+                                                                   'checkpoint'),
+            'section': report.neural_sim_section(ns, out, time.monotonic() - t0)}
+
+
+# --- 5. video table -------------------------------------------------------------------------
+
+MODES = (('action', 'action only'), ('sim', 'sim only'), ('composed', 'composed'),
+         ('joint', 'joint'))
+
+
+def layout_positions(episode: Path) -> dict[str, list[float]]:
+    from comsim_core.episodes.sidecar import read_sidecar
+    layout = ((read_sidecar(episode) or {}).get('metadata') or {}).get('randomisation') or {}
+    return {name: list(o['pos']) for name, o in (layout.get('objects') or {}).items()}
+
+
+def video_stage(out: Path, chosen: list[Path], ns: dict, cfg: ExperimentConfig,
+                scale: Scale) -> dict:
+    """Translate a few trajectories with every conditioning mode and score each against the
+    lab's filming of them (with object positions), per lab region of their layout."""
+    import torch
+
+    from comsim_bench_lab.config import LabConfig
     from comsim_bench_lab.ground_truth import GroundTruthRenderer
-    with GroundTruthRenderer(ROOT / 'config/bench_lab/lab.yaml',
-                             ROOT / 'config/bench_lab/realism.yaml') as renderer:
-        for sim in sims:
-            renderer.render(sim, out_dir, cameras, max_frames)
-    return out_dir
+    from comsim_bench_lab.scoring import layout_region
+    from comsim_core.episodes import read_meta
+    from comsim_neural_sim.evaluation.generated import evaluate_generated
+    from comsim_neural_sim.translate.episode import translate_dir
+
+    lab = LabConfig.load(LAB_YAML)
+    by_region: dict[str, list[Path]] = {'id': [], 'ood': []}
+    for p in chosen:
+        region = layout_region(lab, str(read_meta(p).task), layout_positions(p))
+        if region in by_region and len(by_region[region]) < max(1, scale.video_episodes // 2):
+            by_region[region].append(p)
+    picked = [p for eps in by_region.values() for p in eps]
+    video = out / 'video'
+    with GroundTruthRenderer(LAB_YAML, REALISM_YAML) as renderer:
+        for p in picked:
+            renderer.render(p, video / 'ground_truth', rate_hz=cfg.camera_hz)
+    dirs = {'composed': Path(ns['pseudo_real'])}
+    torch.set_num_threads(1)      # as the neural-sim stage: small ops, and cores shared
+    for mode, _ in MODES:
+        if mode != 'composed':
+            dirs[mode] = video / mode
+            translate_dir(picked, ns['checkpoint'], dirs[mode], mode=mode,
+                          steps=cfg.neural_sim_sample_steps, log=lambda m: log(f'[video] {m}'))
+    rows = []
+    for region, eps in by_region.items():
+        if not eps:
+            continue
+        names = {p.name for p in eps}
+        first = None
+        for mode, label in MODES:
+            res = evaluate_generated([dirs[mode] / n for n in sorted(names)],
+                                     video / 'ground_truth', video / f'eval_{mode}_{region}',
+                                     log=lambda m: None)
+            if first is None:
+                first = res
+                rows.append(video_row(region, 'sim frames', len(eps), res.mean, 'sim'))
+            rows.append(video_row(region, label, len(eps), res.mean, 'translated'))
+    grids = sorted(str(p) for p in video.glob('eval_composed_*/generated_grid.png'))
+    return {'rows': rows, 'episodes': {r: [p.name for p in e] for r, e in by_region.items()},
+            'section': report.video_section(rows, [Path(g) for g in grids], out)}
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--out', type=Path, default=ROOT / 'output' / 'main_job')
-    parser.add_argument('--episodes-per-task', type=int, default=5)
-    parser.add_argument('--tasks', nargs='*')
-    parser.add_argument('--calib-views', type=int, default=20)
-    parser.add_argument('--sim-per-task', type=int, default=4)
-    parser.add_argument('--neural-sim-steps', type=int, default=400,
-                        help='training steps of the neural simulator (default: its config)')
-    parser.add_argument('--neural-sim-sample-steps', type=int, default=4,
-                        help='DDIM steps per translated window (bench/neural_sim_quality.py: '
-                             '4 steps score as well as 10 for the x0-predicting CPU model)')
-    parser.add_argument('--ground-truth-episodes', type=int, default=3,
-                        help='translated sim episodes scored against bench-lab ground truth '
-                             '(one per task in turn; 0: none)')
-    parser.add_argument('--rollouts', type=int, default=20,
-                        help='closed-loop rollouts per checkpoint, task and region (in process)')
-    parser.add_argument('--regions', nargs='+', default=['id', 'ood'],
-                        help='layout regions the policies are evaluated on')
-    parser.add_argument('--skip-neural-sim', action='store_true')
-    parser.add_argument('--skip-policy', action='store_true')
-    parser.add_argument('--reuse-episodes', type=Path,
-                        help='skip recording and use these recorded episodes (for development)')
-    args = parser.parse_args(argv)
+def video_row(region: str, label: str, episodes: int, mean: dict, which: str) -> dict:
+    return {'region': region, 'row': label, 'episodes': episodes,
+            'psnr': mean.get(f'{which}_psnr'), 'ssim': mean.get(f'{which}_ssim'),
+            'object_px': mean.get(f'{which}_obj_px'), 'found': mean.get(f'{which}_found'),
+            'truth_px': mean.get('truth_obj_px')}
+
+
+# --- 6. policy ------------------------------------------------------------------------------
+
+
+def policy_stage(out: Path, episodes_dir: Path, data: dict, cfg: ExperimentConfig,
+                 scale: Scale, n_generated: int) -> dict:
+    from comsim_policy.arms import paper_arms, select_arms
+    from comsim_policy.evaluation.results import checkpoint_names
+    from comsim_policy.stage import policy_stage as run_stage
+
+    arms = select_arms(paper_arms(scale.real, n_generated, cfg.generated_share), scale.arms)
+    names = {n for ns in data['trajectories'].values() for n in ns}
+    sources = {'sim': Path(data['sim']), 'gt': Path(data['ground_truth'])}
+    pol = run_stage(out / 'policy_stage', episodes_dir, data.get('pseudo_real') and
+                    Path(data['pseudo_real']), log=lambda m: log(f'[policy] {m}'),
+                    rollouts=scale.rollouts, tasks=cfg.tasks, regions=('id', 'ood'),
+                    config=ROOT / scale.policy_config, arms=arms, sources=sources,
+                    resume=True, allowed={s: names for s in ('sim', 'pseudo_real', 'gt')},
+                    unseen_variants={t: cfg.variants(t) for t in cfg.tasks} if scale.unseen
+                    else None, max_steps=scale.policy_steps or None,
+                    train_workers=os.cpu_count() or 1, evaluation={'seed': cfg.eval_seed})
+    letter = {name: t.label.split(':')[0] for name, t in
+              zip(checkpoint_names([t.path for t in pol.trained]).values(), pol.trained,
+                  strict=True)}
+    trials = [dataclasses.asdict(Trial(letter[r.checkpoint], r.task,
+                                       r.region if not r.variant else f'unseen {r.variant}',
+                                       r.seed, r.success)) for r in pol.evaluation.rollouts]
+    labels = {a.label.split(':')[0]: a.label for a in arms}
+    curves = report.training_curves(pol.trained, out / 'pictures')
+    return {'trials': trials, 'labels': labels,
+            'section': report.experiment_section([Trial(**t) for t in trials], labels, out,
+                                                 curves) + '\n' + report.policy_section(pol, out)}
+
+
+# --- the run --------------------------------------------------------------------------------
+
+
+def settings(args, cfg: ExperimentConfig, scale: Scale) -> dict:
+    """What makes two runs the same experiment (a resumed run must match them)."""
+    return {'scale': args.scale, 'tasks': cfg.tasks, 'counts': dataclasses.asdict(scale),
+            'camera_hz': cfg.camera_hz, 'appearance_randomisation': cfg.appearance_randomisation,
+            'generated_share': cfg.generated_share, 'generation_seed': cfg.generation_seed,
+            'eval_seed': cfg.eval_seed, 'reuse_episodes': str(args.reuse_episodes or '')}
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--out', type=Path, default=ROOT / 'output' / 'main_job',
+                    help='a new run goes into OUT/<date-time>')
+    ap.add_argument('--resume', type=Path, help='continue this run folder where it stopped')
+    ap.add_argument('--config', type=Path, default=ROOT / 'config' / 'experiment.yaml')
+    ap.add_argument('--scale', default='reduced', help='a scale of the config (reduced, paper)')
+    ap.add_argument('--tasks', nargs='+', help='default: the config\'s')
+    ap.add_argument('--real', type=int, help='override the scale: real demos per arm')
+    ap.add_argument('--generated', type=int, help='override: generated trajectories per task')
+    ap.add_argument('--rollouts', type=int, help='override: rollouts per cell')
+    ap.add_argument('--arms', nargs='+', help='override: arm letters (A A\' B C D E)')
+    ap.add_argument('--policy-steps', type=int, help='override: training steps per arm')
+    ap.add_argument('--neural-sim-steps', type=int, help='override: neural-sim training steps')
+    ap.add_argument('--until', choices=STAGES, help='stop after this stage (resume later)')
+    ap.add_argument('--reuse-episodes', type=Path,
+                    help='skip recording and use these recorded episodes (for development)')
+    return ap.parse_args(argv)
+
+
+def experiment_settings(args) -> tuple[ExperimentConfig, Scale]:
+    cfg = ExperimentConfig.load(args.config)
+    if args.tasks:
+        cfg.tasks = list(args.tasks)
+    changes = {k: v for k, v in (('real', args.real), ('generated', args.generated),
+                                 ('rollouts', args.rollouts), ('arms', args.arms),
+                                 ('policy_steps', args.policy_steps),
+                                 ('neural_sim_steps', args.neural_sim_steps)) if v is not None}
+    try:
+        scale = dataclasses.replace(cfg.scale(args.scale), **changes)
+    except ValueError as exc:
+        raise UserError(f'{args.config}: scales.{args.scale} with the command line\'s '
+                        f'overrides: {exc}') from None
+    return cfg, scale
+
+
+def run_dir(args) -> Path:
+    if args.resume:
+        if not (args.resume / 'run.json').exists():
+            raise UserError(f'--resume {args.resume}: not a run folder (no run.json)')
+        return args.resume
     out = args.out / datetime.now().strftime('%Y%m%d-%H%M%S')
     out.mkdir(parents=True)
     latest = args.out / 'latest'
     if latest.is_symlink() or latest.exists():
         latest.unlink()
     latest.symlink_to(out.name)
-    t0 = time.monotonic()
-    sections = ['# ComSim main job report', '',
-                f'Run {out.name} on {sys.platform}, Python {sys.version.split()[0]}.', '']
+    return out
+
+
+@cli_main('main_job')
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    cfg, scale = experiment_settings(args)
+    out = run_dir(args)
+    run = Run(out, settings(args, cfg, scale))
+    (out / 'commands.txt').open('a').write(shlex.join([sys.executable, *sys.argv]) + '\n')
+    log(f'[main_job] run {out}: {args.scale} scale, tasks {cfg.tasks}, {scale}')
+    results: dict[str, dict] = {}
+
+    def stage(name: str, fn) -> dict | None:
+        results[name] = run.stage(name, fn, log)
+        write_report(out, run, cfg, scale, args, results)
+        return None if args.until == name else results[name]
+
     if args.reuse_episodes:
-        episodes = args.reuse_episodes.resolve()
-        sections.append(report.reused_recording_section(episodes))
+        rec = stage('record', lambda: {'episodes': str(args.reuse_episodes.resolve()),
+                                       'section': report.reused_recording_section(
+                                           args.reuse_episodes.resolve())})
     else:
-        episodes, text = record_stage(out, args)
-        sections.append(text)
-    _write(out, sections)
-    sections.append(twin_stage(out, episodes, args))
-    _write(out, sections)
-    pseudo_real = None
-    if not args.skip_neural_sim:
-        from comsim_neural_sim.stage import neural_sim_stage
-        t1 = time.monotonic()
-        ns = neural_sim_stage(out / 'neural_sim', out / 'twin' / 'paired', out / 'twin' / 'sim',
-                              log=lambda m: print(f'[neural_sim] {m}', flush=True),
-                              train_steps=args.neural_sim_steps,
-                              steps=args.neural_sim_sample_steps,
-                              ground_truth=bench_ground_truth,
-                              ground_truth_episodes=args.ground_truth_episodes)
-        pseudo_real = ns.pseudo_real
-        sections.append(report.neural_sim_section(ns, out, time.monotonic() - t1))
-        _write(out, sections)
-    if not args.skip_policy:
-        from comsim_policy.stage import policy_stage
-        pol = policy_stage(out / 'policy_stage', episodes, pseudo_real,
-                           log=lambda m: print(f'[policy] {m}', flush=True),
-                           rollouts=args.rollouts, regions=args.regions)
-        sections.append(report.policy_section(pol, out))
-        _write(out, sections)
-    sections += ['', f'Total wall time: {time.monotonic() - t0:.0f} s.', '']
-    print(f'report: {_write(out, sections)}')
+        rec = stage('record', lambda: record_stage(out, cfg.tasks, scale.recorded))
+    if rec is None:
+        return 0
+    episodes = Path(rec['episodes'])
+    twin = stage('twin', lambda: twin_stage(out, episodes, cfg, scale))
+    if twin is None:
+        return 0
+    gt = stage('ground_truth', lambda: ground_truth_stage(out, Path(twin['sim']), cfg, scale))
+    if gt is None:
+        return 0
+    chosen = [Path(twin['sim']) / task / name for task, names in gt['trajectories'].items()
+              for name in names]
+    n_generated = min(len(v) for v in gt['trajectories'].values())
+    ns = stage('neural_sim', lambda: neural_sim_stage(out, twin, chosen, cfg, scale))
+    if ns is None:
+        return 0
+    if stage('video', lambda: video_stage(out, chosen, ns, cfg, scale)) is None:
+        return 0
+    stage('policy', lambda: policy_stage(out, episodes, {**twin, **gt, **ns}, cfg, scale,
+                                         n_generated))
+    log(f'report: {out / "report.md"}')
     return 0
 
 
-def _write(out: Path, sections: list[str]) -> Path:
+def write_report(out: Path, run: Run, cfg: ExperimentConfig, scale: Scale, args,
+                 results: dict[str, dict]) -> Path:
     """The report so far (rewritten after each stage, so a failed stage keeps the others)."""
-    report = out / 'report.md'
-    report.write_text('\n'.join(sections) + '\n')
-    return report
+    path = out / 'report.md'
+    commands = (out / 'commands.txt').read_text().splitlines() if (out / 'commands.txt'
+                                                                    ).exists() else []
+    path.write_text(report.experiment_report(out, args.scale, cfg, scale, results,
+                                             run.timings(), commands))
+    return path
 
 
 if __name__ == '__main__':

@@ -229,3 +229,118 @@ def policy_section(res: PolicyStageResult, out: Path) -> str:
                   f'![{rollout.checkpoint} {rollout.task}]({link(png, out)})', '']
     lines.append(f'Stage wall time {res.wall_s:.0f} s.')
     return '\n'.join(lines) + '\n'
+
+
+# --- the experiment -----------------------------------------------------------------------
+
+
+def ground_truth_section(rows: list[tuple[str, int, int, int, int]], wanted: int,
+                         wall_s: float, exit_code: int) -> str:
+    """Per task: generated, filmed, passing the lab's check, used by the arms."""
+    lines = ['## Ground truth: the bench lab films the generated trajectories', '',
+             f'Every generated trajectory is filmed by the bench lab (its realism profile, its '
+             f'physics judging the filmed motion), {wall_s:.0f} s. The arms use the first '
+             f'{wanted} per task that pass both the twin\'s and the lab\'s success check, so '
+             'B (sim), C (pseudo-real), D and E (the lab\'s filming) learn the same motions.'
+             + (' Some inputs failed to film (see logs/ground_truth.log).' if exit_code else ''),
+             '', '| task | generated (twin success) | filmed | lab success | used |',
+             '|---|---|---|---|---|']
+    lines += [f'| {t} | {g} | {f} | {ok} | {used} |' for t, g, f, ok, used in rows]
+    return '\n'.join(lines) + '\n'
+
+
+def _num(v, fmt: str) -> str:
+    return '–' if v is None else format(v, fmt)
+
+
+def video_section(rows: list[dict], grids: list[Path], out: Path) -> str:
+    """The video table: each conditioning mode's translations against the lab's filming."""
+    lines = ['## Video table: translations against the bench lab\'s filming', '',
+             'A few generated trajectories, split by the lab\'s region of their layout, '
+             'translated with each conditioning mode and scored against the bench lab filming '
+             'the same trajectory, in the neural simulator\'s pixels. "sim frames" is the '
+             'twin\'s own render (the floor). Objects: found by their lab colour, mean distance '
+             '(px) from where the lab\'s segmentation has them; "tracker on truth" is the '
+             'tracker\'s own error on the ground truth. LPIPS, FID and FVD need network weights '
+             'these machines do not have, so they are not reported.', '',
+             '| region | row | episodes | PSNR (dB) | SSIM | objects found | object px | '
+             'tracker on truth (px) |', '|---|---|---|---|---|---|---|---|']
+    for r in rows:
+        found = None if r['found'] is None else 100 * r['found']
+        lines.append(f"| {r['region']} | {r['row']} | {r['episodes']} | "
+                     f"{_num(r['psnr'], '.2f')} | {_num(r['ssim'], '.3f')} | "
+                     f"{_num(found, '.0f')} % | {_num(r['object_px'], '.1f')} | "
+                     f"{_num(r['truth_px'], '.1f')} |")
+    for g in grids:
+        lines += ['', f'![sim | composed | ground truth]({link(g, out)})']
+    return '\n'.join(lines) + '\n'
+
+
+def training_curves(trained: list[TrainedPolicy], pictures: Path) -> list[Path]:
+    """One chart per task: every arm's training loss."""
+    from comsim_core.report.curves import jsonl_series, plot_curves
+
+    charts = []
+    for task in dict.fromkeys(t.task for t in trained):
+        series = {t.label: jsonl_series(t.path / 'log.jsonl', 'loss')
+                  for t in trained if t.task == task}
+        png = plot_curves(series, pictures / f'training_loss_{task}.png',
+                          f'{task}: training loss (log10) per arm')
+        if png is not None:
+            charts.append(png)
+    return charts
+
+
+def experiment_section(trials, labels: dict[str, str], out: Path, curves: list[Path]) -> str:
+    """The success table in the paper's layout, the paired tests, D against zero."""
+    from comsim_core.experiment import table
+
+    tests = table.paired_tests(trials)
+    lines = ['## The experiment: success per arm and cell', '',
+             'Closed-loop rollouts on the bench lab, in process, the same layout seeds for every '
+             'arm in a cell. Success k/N with its Wilson 95 % interval; `id`: layouts in the '
+             'demonstrations\' region, `ood`: the lab\'s out-of-distribution region, '
+             '`unseen <variant>`: an object variant no training set holds, on `id` layouts.', '',
+             table.success_table(trials, labels), '',
+             '### Paired tests', '',
+             'On each cell, rollout k of both arms uses the same layout: the exact McNemar test '
+             'on the pairs where only one arm succeeded (two-sided).', '',
+             table.paired_table(tests) if tests else '(no two arms share a cell)', '']
+    zero = table.above_zero(trials, 'D')
+    if zero:
+        lines += ['### D: pseudo-real only, above zero?', '',
+                  '| task | cell | success | 95 % interval | above zero |', '|---|---|---|---|---|']
+        lines += [f"| {z['task']} | {z['cell']} | {z['successes']}/{z['rollouts']} | "
+                  f"{100 * z['wilson_95'][0]:.0f}–{100 * z['wilson_95'][1]:.0f} % | "
+                  f"{'yes' if z['above_zero'] else 'no'} |" for z in zero]
+        lines.append('')
+    for c in curves:
+        lines += [f'![training loss per arm]({link(c, out)})', '']
+    return '\n'.join(lines)
+
+
+def experiment_report(out: Path, scale_name: str, cfg, scale, results: dict[str, dict],
+                      timings: dict[str, float], commands: list[str]) -> str:
+    """The whole report: the settings, the experiment's tables first, then every stage."""
+    order = ('record', 'twin', 'ground_truth', 'neural_sim', 'video')
+    lines = ['# ComSim main job: the paper\'s experiment on the bench lab', '',
+             f'Run `{out.name}`, scale `{scale_name}`: tasks {", ".join(cfg.tasks)}; '
+             f'{scale.real} real demos per arm ({scale.recorded} recorded), {scale.generated} '
+             f'generated trajectories per task laid out over the twin\'s workspace at '
+             f'{cfg.camera_hz:g} Hz, appearance randomisation '
+             f'{"on" if cfg.appearance_randomisation else "off"}; arms {", ".join(scale.arms)}; '
+             f'{scale.rollouts} rollouts per cell; policy recipe `{scale.policy_config}`'
+             + (f' for {scale.policy_steps} steps' if scale.policy_steps else '')
+             + f'; neural simulator {scale.neural_sim_steps} training steps.', '']
+    if 'policy' in results:
+        lines.append(results['policy']['section'])
+    else:
+        lines += ['The experiment has not reached its policy stage yet (stages done: '
+                  f'{", ".join(results) or "none"}).', '']
+    lines += [results[s]['section'] for s in order if s in results]
+    lines += ['## Timings and commands', '', '| stage | wall (s) |', '|---|---|']
+    lines += [f'| {s} | {w:.0f} |' for s, w in timings.items()]
+    lines += [f'| total | {sum(timings.values()):.0f} |', '', 'Commands of this run (a rerun '
+              'with `--resume` continues where one stopped):', '', '```',
+              *commands, '```', '']
+    return '\n'.join(lines)

@@ -44,6 +44,11 @@ def _evaluation(path):
     return load_config(str(path))
 
 
+def _experiment(path):
+    from comsim_core.experiment.config import ExperimentConfig
+    return ExperimentConfig.load(path)
+
+
 def _calibration(path):
     from comsim_twin.calibration.setup import load_calibration_setup
     return load_calibration_setup(path)
@@ -55,7 +60,7 @@ LOADERS = {'policy_train.yaml': _policy, 'policy_train_gpu.yaml': _policy,
            'neural_sim_gpu.yaml': _neural_sim, 'bench_lab/lab.yaml': _lab,
            'bench_lab/realism.yaml': _realism, 'twin/generation.yaml': _generation,
            'twin/objects.yaml': _sheet, 'evaluation.yaml': _evaluation,
-           'twin/calibration.yaml': _calibration}
+           'twin/calibration.yaml': _calibration, 'experiment.yaml': _experiment}
 # Stored verbatim with every episode (the recorder's lab_config_file), read by people.
 FREE_FORM = {'lab_setup.yaml'}
 

@@ -6,7 +6,7 @@ needs nothing from the twin package.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,3 +119,19 @@ def score_twin(config: LabConfig, cameras: Mapping[str, tuple[np.ndarray, np.nda
     finally:
         lab.close()
     return TwinScores(cams, objects)
+
+
+def layout_region(config: LabConfig, task: str, positions: Mapping[str, Sequence[float]]) -> str:
+    """Which of the lab's regions a generated layout lies in: ``id`` or ``ood`` when every one
+    of the task's objects (``positions``: name -> x, y, ...) is inside it, else ``other``.
+    The twin lays its episodes out over its own workspace and never reads these boxes; the
+    experiment asks the lab afterwards, to split its video table by region."""
+    entry = config.tasks[task]
+    points = [np.asarray(p[:2], float) for name, p in positions.items() if name in entry.objects]
+    if not points:
+        return 'other'
+    for name in ('id', 'ood'):
+        box = entry.regions[name]
+        if all(box.x[0] <= x <= box.x[1] and box.y[0] <= y <= box.y[1] for x, y in points):
+            return name
+    return 'other'

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,20 +119,20 @@ def score_generated(out: Path, sims: list[Path], pseudo: Path, ground_truth: Gro
 def neural_sim_stage(out: Path, paired_dir: Path, sim_dir: Path, log=print,
                      train_steps: int | None = None, config: NeuralSimConfig | None = None,
                      steps: int = 10, ground_truth: GroundTruthFn | None = None,
-                     ground_truth_episodes: int = 3, ground_truth_frames: int = 32
-                     ) -> NeuralSimStageResult:
+                     ground_truth_episodes: int = 3, ground_truth_frames: int = 32,
+                     episodes: Sequence[Path] | None = None) -> NeuralSimStageResult:
     """Train, translate every sim episode into ``out/pseudo_real``, ablate on a held-out one.
 
     ``ground_truth``, when given, renders real-looking ground truth of sim episodes (the main
     job passes the bench lab's; this package never imports it): then a few translated episodes
     (``ground_truth_episodes``, one per task in turn, ``ground_truth_frames`` frames each) are
-    scored against it.
+    scored against it. ``episodes`` translates only those sim episodes (default: all).
     """
     out, paired_dir, sim_dir = Path(out), Path(paired_dir), Path(sim_dir)
     for what, d in (('paired-episode', paired_dir), ('sim-episode', sim_dir)):
         if not d.is_dir():
             raise NeuralSimError(f'neural-sim stage: no {what} directory at {d}')
-    sims = find_episodes(sim_dir)
+    sims = [Path(p) for p in episodes] if episodes is not None else find_episodes(sim_dir)
     if not sims:
         raise NeuralSimError(f'neural-sim stage: no sim episodes (metadata.yaml) under {sim_dir}')
     cfg = config or NeuralSimConfig()

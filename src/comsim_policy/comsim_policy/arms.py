@@ -9,7 +9,7 @@ in every arm that has them and "20 real" adds the next ten.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,14 +76,17 @@ def successful_episodes(directory: Path, tasks: Sequence[str] = ()) -> list[Path
     return [p for p in paths if episode_success(p) is True]
 
 
-def arm_specs(arm: Arm, sources: Mapping[str, Path], tasks: Sequence[str] = ()
-              ) -> list[DataSpec]:
-    """One ``DataSpec`` per episode the arm trains on (its source forced)."""
+def arm_specs(arm: Arm, sources: Mapping[str, Path], tasks: Sequence[str] = (),
+              allowed: Mapping[str, Collection[str]] | None = None) -> list[DataSpec]:
+    """One ``DataSpec`` per episode the arm trains on (its source forced); ``allowed``, per
+    source, the only episode names it may take (other sources: any)."""
     specs: list[DataSpec] = []
     for source, n in arm.counts.items():
         if source not in sources:
             raise EpisodeDataError(f'arm {arm.name} needs {source} episodes; none were given')
         found = successful_episodes(Path(sources[source]), tasks)
+        if allowed and source in allowed:
+            found = [p for p in found if p.name in allowed[source]]
         if n is not None and len(found) < n:
             raise EpisodeDataError(f'arm {arm.name} needs {n} successful {source} episodes '
                                    f'under {sources[source]}, found {len(found)}')

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import multiprocessing
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -179,6 +181,40 @@ def train_policy(name: str, task: str, specs: list[DataSpec], config: PolicyConf
                          last.get('val_image_sensitivity'), task, label or name)
 
 
+def _train_job(job: tuple) -> TrainedPolicy:
+    """``train_policy`` in a worker process (one torch thread), logging to its stdout."""
+    torch.set_num_threads(1)
+    name, task, specs, config, out, label, resume = job
+    return train_policy(name, task, specs, config, out, lambda s: print(s, flush=True), label,
+                        resume)
+
+
+def warm_cache(runs: Sequence[tuple], cache_dir: str) -> int:
+    """Decode every run's episodes into the frame cache once, before parallel training (two
+    processes must not write the same cache entry). Returns the episodes decoded."""
+    from .data.cache import FrameCache  # noqa: PLC0415
+
+    decoded = 0
+    for _arm, _task, specs, config in runs:
+        cache = FrameCache(cache_dir, config)
+        for spec in specs:
+            cache.get(spec.path, spec.source)
+        decoded += cache.misses
+    return decoded
+
+
+def train_all(runs: Sequence[tuple], out: Path, log: Callable[[str], None], resume: bool,
+              workers: int) -> list[TrainedPolicy]:
+    """Every (arm, task, specs, config) run, ``workers`` at a time (one core each)."""
+    jobs = [(arm.name, task, specs, c, out, arm.label, resume) for arm, task, specs, c in runs]
+    if workers <= 1 or len(jobs) <= 1:
+        return [train_policy(n, t, sp, c, o, log, lab, r) for n, t, sp, c, o, lab, r in jobs]
+    warm_cache(runs, runs[0][3].train.cache_dir)
+    ctx = multiprocessing.get_context('spawn')
+    with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=ctx) as pool:
+        return list(pool.map(_train_job, jobs))
+
+
 def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
                  log: Callable[[str], None] = print, rollouts: int = 20,
                  tasks: Sequence[str] | None = None, *, regions: Sequence[str] = ('id', 'ood'),
@@ -188,7 +224,11 @@ def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
                  evaluation: dict | None = None,
                  arms: Sequence[Arm] | None = None,
                  sources: dict[str, Path] | None = None,
-                 resume: bool = False) -> PolicyStageResult:
+                 resume: bool = False,
+                 allowed: Mapping[str, Collection[str]] | None = None,
+                 unseen_variants: Mapping[str, Sequence[str]] | None = None,
+                 max_steps: int | None = None,
+                 train_workers: int = 1) -> PolicyStageResult:
     """Train per task and arm, evaluate in process, return what was trained and measured.
 
     ``config`` defaults to ``config/policy_train_main_job.yaml``; ``cache_dir`` (default: the
@@ -196,6 +236,11 @@ def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
     replaces keys of config/evaluation.yaml (workers, lab overrides...). ``arms`` default to
     ``main_job_arms``; ``sources`` adds episode folders by source (sim, gt, ...) to the real
     and pseudo-real ones. ``resume`` continues checkpoints that left a training state.
+    ``allowed`` limits a source to the episodes it names (the experiment: the trajectories
+    that passed both the twin's and the lab's check, so B, C and E share them);
+    ``unseen_variants`` (task -> object variants held out of training) are rolled out on the
+    first region as cells of their own;
+    ``max_steps`` replaces the recipe's; ``train_workers`` checkpoints train at a time.
     """
     from .evaluation.config import load_config as load_evaluation  # noqa: PLC0415
     from .evaluation.in_process import evaluate  # noqa: PLC0415
@@ -211,6 +256,8 @@ def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
     cfg.train.device = 'cpu' if cfg.train.device == 'auto' and not torch.cuda.is_available() \
         else cfg.train.device
     cfg.train.cache_dir = _cache_dir(cache_dir, cfg.train.cache_dir, out)
+    if max_steps:
+        cfg.train.max_steps = int(max_steps)
     tasks = list(tasks or episode_tasks(real_dir) or DEFAULT_TASKS)
     folders = {'real': real_dir}
     if pseudo_real_available(pseudo_real_dir):
@@ -222,7 +269,7 @@ def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
         arms = main_job_arms('pseudo_real' in folders, dict(cfg.train.mixture) or None)
     used = sorted({s for arm in arms for s in arm.counts})
     union = [f'{folders[s]}:{s}' for s in used if s in folders] if len(arms) > 1 else []
-    runs = [(arm, task, arm_specs(arm, folders, [task]), arm_config(cfg, arm, union))
+    runs = [(arm, task, arm_specs(arm, folders, [task], allowed), arm_config(cfg, arm, union))
             for arm in arms for task in tasks]
     eval_cfg = dataclasses.replace(
         load_evaluation(None), **{'tasks': tasks, 'rollouts': int(rollouts),
@@ -230,11 +277,19 @@ def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
                                   'out': str(out / 'policy' / 'evaluation'), 'seed': EVAL_SEED,
                                   'sheets': 1, **(evaluation or {})})
     with single_thread_cpu():
-        trained = [train_policy(arm.name, task, specs, c, out, log, arm.label, resume)
-                   for arm, task, specs, c in runs]
+        trained = train_all(runs, out, log, resume, train_workers)
         t_eval = time.monotonic()
         result = evaluate([t.path for t in trained], eval_cfg,
                           log=lambda s: log(f'[policy:eval] {s}'))
+        for task, variants_held in (unseen_variants or {}).items():
+            if task not in tasks or not variants_held:
+                continue
+            unseen_cfg = dataclasses.replace(
+                eval_cfg, tasks=[task], regions=list(eval_cfg.regions[:1]),
+                variants=list(variants_held), out=str(Path(eval_cfg.out) / f'unseen_{task}'))
+            result.rollouts += evaluate([t.path for t in trained if t.task == task], unseen_cfg,
+                                        log=lambda s: log(f'[policy:eval] {s}')).rollouts
+        result.save(Path(eval_cfg.out) / 'results.json')
     eval_wall = time.monotonic() - t_eval
     sheets = _pictures(result.rollouts, out)
     wall = time.monotonic() - t_stage

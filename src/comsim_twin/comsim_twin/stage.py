@@ -15,6 +15,7 @@ from comsim_core.episodes import Episode
 from comsim_twin.alignment import align_episode, load_sheet
 from comsim_twin.backends import make_backend
 from comsim_twin.calibration import calibrate_from_bag, load_twin_camera
+from comsim_twin.generation.config import GenerationConfig
 from comsim_twin.generation.runner import generate
 from comsim_twin.replay import gap_report, replay_episode
 from comsim_twin.scene import TwinCamera, TwinScene
@@ -51,8 +52,13 @@ def calibrate(calibration_bag: Path, out: Path) -> tuple[dict[str, TwinCamera], 
 
 def run_twin_stage(calibration_bag: Path, episodes: list[Path], out: Path,
                    sim_per_task: int = 6, mode: str = 'dynamic', workers: int = 2,
-                   seed: int = 0, log=print) -> TwinStageResult:
-    """Calibrate, align every episode, replay it in the twin, generate sim episodes per task."""
+                   seed: int = 0, log=print, generation: GenerationConfig | None = None
+                   ) -> TwinStageResult:
+    """Calibrate, align every episode, replay it in the twin, generate sim episodes per task.
+
+    ``generation`` replaces config/twin/generation.yaml (the experiment lays its episodes out
+    over the workspace, at the policy's camera rate, with or without appearance randomisation).
+    """
     out = Path(out)
     t0 = time.monotonic()
     cameras, calib = calibrate(calibration_bag, out / 'calibration')
@@ -90,7 +96,7 @@ def run_twin_stage(calibration_bag: Path, episodes: list[Path], out: Path,
     t1 = time.monotonic()
     for task, scene in base_scenes.items():
         report = generate(scene, task, sim_per_task, out / 'sim' / task, seed=seed,
-                          workers=workers, progress=False)
+                          workers=workers, config=generation, progress=False)
         result.generation[task] = {'requested': report.requested, 'made': report.made,
                                    'successes': report.successes, 'failures': report.failures,
                                    'discarded': report.discarded, 'wall_s': report.wall_s,

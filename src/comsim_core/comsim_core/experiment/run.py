@@ -1,0 +1,79 @@
+"""A resumable run: one JSON record per finished stage under ``<run>/stages``.
+
+A rerun with the same run folder reads the records back and skips those stages; a stage that
+was interrupted left no record and runs again, and its own tools skip the outputs they had
+finished (generation, filming and translation skip complete episodes, training resumes from
+its training state). ``run.json`` keeps the settings the run started with: resuming with other
+settings would mix two experiments in one table, so it is refused.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from comsim_core.errors import UserError
+
+
+class RunMismatchError(UserError):
+    """A run folder resumed with settings other than those it started with."""
+
+
+def _write_json(path: Path, data: Any) -> None:
+    """Write through a temporary file and rename: a killed process leaves the old file or the
+    new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f'.{path.name}.tmp')
+    tmp.write_text(json.dumps(data, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+class Run:
+    def __init__(self, run_dir: Path, settings: dict[str, Any]):
+        self.dir = Path(run_dir)
+        self.stages_dir = self.dir / 'stages'
+        started = self.dir / 'run.json'
+        if started.exists():
+            before = json.loads(started.read_text())['settings']
+            changed = sorted(k for k in set(before) | set(settings)
+                             if before.get(k) != settings.get(k))
+            if changed:
+                raise RunMismatchError(
+                    f'{started}: this run started with other settings ({", ".join(changed)}: '
+                    f'{[before.get(k) for k in changed]}, now {[settings.get(k) for k in changed]}'
+                    '); resume it with the same ones or start a new --out')
+        else:
+            _write_json(started, {'settings': settings,
+                                  'started': datetime.now(timezone.utc).isoformat()})
+        self.settings = settings
+
+    def record(self, name: str) -> Path:
+        return self.stages_dir / f'{name}.json'
+
+    def done(self, name: str) -> bool:
+        return self.record(name).exists()
+
+    def result(self, name: str) -> dict[str, Any]:
+        return json.loads(self.record(name).read_text())['result']
+
+    def stage(self, name: str, fn: Callable[[], dict[str, Any]],
+              log: Callable[[str], None] = print) -> dict[str, Any]:
+        """``fn()``'s result, run now or read back from an earlier run's record."""
+        if self.done(name):
+            log(f'[{name}] done in an earlier run ({self.record(name)}); skipped')
+            return self.result(name)
+        t0 = time.monotonic()
+        result = fn()
+        _write_json(self.record(name), {
+            'stage': name, 'wall_s': round(time.monotonic() - t0, 1),
+            'finished': datetime.now(timezone.utc).isoformat(), 'result': result})
+        return result
+
+    def timings(self) -> dict[str, float]:
+        """Wall seconds of every finished stage, in the order they finished."""
+        rows = [json.loads(p.read_text()) for p in self.stages_dir.glob('*.json')]
+        return {r['stage']: r['wall_s'] for r in sorted(rows, key=lambda r: r['finished'])}

@@ -1,0 +1,112 @@
+"""A resumable run: finished stages are read back, not rerun; an interrupted stage runs again;
+a run resumed with other settings is refused in one line (exit 2 from the main job)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from comsim_core.experiment.config import ExperimentConfig, ExperimentConfigError
+from comsim_core.experiment.run import Run, RunMismatchError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_finished_stage_is_read_back_and_an_interrupted_one_runs_again(tmp_path):
+    calls = []
+
+    def stage(name, value):
+        def fn():
+            calls.append(name)
+            if value is None:
+                raise KeyboardInterrupt        # the process is killed halfway
+            return {'value': value}
+        return fn
+
+    run = Run(tmp_path, {'scale': 'reduced'})
+    assert run.stage('record', stage('record', 1)) == {'value': 1}
+    with pytest.raises(KeyboardInterrupt):
+        run.stage('twin', stage('twin', None))
+    assert not run.done('twin')
+
+    again = Run(tmp_path, {'scale': 'reduced'})
+    assert again.stage('record', stage('record', 99)) == {'value': 1}   # not rerun
+    assert again.stage('twin', stage('twin', 2)) == {'value': 2}
+    assert calls == ['record', 'twin', 'twin']
+    assert list(again.timings()) == ['record', 'twin']
+    assert not list((tmp_path / 'stages').glob('.*.tmp'))
+
+
+def test_resuming_with_other_settings_is_refused(tmp_path):
+    Run(tmp_path, {'scale': 'reduced', 'tasks': ['move_card']})
+    with pytest.raises(RunMismatchError, match=r'run.json: .*tasks.*start a new --out'):
+        Run(tmp_path, {'scale': 'reduced', 'tasks': ['stack_blocks']})
+
+
+def test_the_shipped_scales_hold_what_the_issue_asks():
+    cfg = ExperimentConfig.load(ROOT / 'config' / 'experiment.yaml')
+    reduced, paper = cfg.scale('reduced'), cfg.scale('paper')
+    assert {'A', 'B', 'C', 'E'} <= set(reduced.arms) and reduced.rollouts >= 20
+    assert set(paper.arms) == {'A', "A'", 'B', 'C', 'D', 'E'} and paper.rollouts >= 40
+    assert (paper.real, paper.generated, paper.recorded) == (10, 200, 20)
+    assert paper.unseen and all(cfg.variants(t) for t in ('move_card', 'stack_blocks',
+                                                           'shake_bottle'))
+
+
+def test_a_bad_scale_names_the_file_and_key(tmp_path):
+    bad = tmp_path / 'experiment.yaml'
+    text = (ROOT / 'config' / 'experiment.yaml').read_text().replace('arms: [A, B, C, E]',
+                                                                     'arms: [A, Z]')
+    bad.write_text(text)
+    with pytest.raises(ExperimentConfigError, match=r'experiment.yaml: scales.reduced.arms: '
+                                                    r'expected some of'):
+        ExperimentConfig.load(bad)
+
+
+def finished_run(tmp_path: Path) -> Path:
+    """A run folder whose every stage has its record: what a completed run leaves."""
+    sys.path.insert(0, str(ROOT / 'scripts'))
+    import main_job  # noqa: PLC0415
+
+    out = tmp_path / 'run'
+    args = main_job.parse_args(['--scale', 'reduced'])
+    cfg, scale = main_job.experiment_settings(args)
+    run = Run(out, main_job.settings(args, cfg, scale))
+    trials = [{'arm': a, 'task': 'move_card', 'cell': 'id', 'seed': 1000 + i,
+               'success': a == 'C' and i < 3} for a in ('A', 'C') for i in range(4)]
+    records = {
+        'record': {'episodes': str(tmp_path / 'episodes'), 'section': '## Recording\n'},
+        'twin': {'sim': 's', 'paired': 'p', 'section': '## Digital twin\n'},
+        'ground_truth': {'ground_truth': 'g', 'trajectories': {'move_card': ['e0']},
+                         'section': '## Ground truth\n'},
+        'neural_sim': {'pseudo_real': 'x', 'checkpoint': 'c', 'section': '## Neural sim\n'},
+        'video': {'rows': [], 'section': '## Video table\n'},
+        'policy': {'trials': trials, 'labels': {'A': 'A: 10 real', 'C': 'C: pseudo'},
+                   'section': '## The experiment\n\n| A: 10 real | 0/4 |\n'}}
+    for name, result in records.items():
+        run.stage(name, lambda r=result: r)
+    return out
+
+
+def test_the_main_job_resumes_a_finished_run_without_running_a_stage(tmp_path):
+    out = finished_run(tmp_path)
+    res = subprocess.run([sys.executable, str(ROOT / 'scripts' / 'main_job.py'), '--resume',
+                          str(out)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.count('done in an earlier run') == 6
+    text = (out / 'report.md').read_text()
+    assert text.index('## The experiment') < text.index('## Recording') < \
+        text.index('## Video table')
+    assert '| policy |' in text and '--resume' in text
+
+
+def test_the_main_job_refuses_to_resume_with_another_scale(tmp_path):
+    out = finished_run(tmp_path)
+    res = subprocess.run([sys.executable, str(ROOT / 'scripts' / 'main_job.py'), '--resume',
+                          str(out), '--scale', 'paper'], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)
+    assert res.returncode == 2
+    err = res.stderr.strip().splitlines()
+    assert len(err) == 1 and 'this run started with other settings' in err[0], res.stderr
+    assert json.loads((out / 'run.json').read_text())['settings']['scale'] == 'reduced'
