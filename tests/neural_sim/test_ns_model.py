@@ -108,3 +108,22 @@ def test_pipeline_refuses_a_camera_the_checkpoint_never_saw():
     assert pipe(clip.sim, clip.actions, steps=1, camera='front').shape == clip.sim.shape
     with pytest.raises(NeuralSimError, match="camera 'side'"):
         pipe(clip.sim, clip.actions, steps=1, camera='side')
+
+
+def test_skip_from_sim_starts_as_the_sim_frame_where_the_sim_is_given():
+    cfg = tiny_config().replace(skip_from='sim')
+    m = transformer_from_config(cfg).eval()
+    x, t, sim, act = _inputs(cfg)
+    with torch.no_grad():
+        kept = m(x, t, sim, act).sample
+        dropped = m(x, t, sim, act, sim_keep=torch.zeros(2)).sample
+    torch.testing.assert_close(kept, sim)                 # untrained: x0 = the sim frame
+    assert dropped.abs().max() < 1e-6                     # no sim: nothing to pass through
+    noisy = transformer_from_config(tiny_config()).eval()
+    with torch.no_grad():
+        assert noisy(x, t, sim, act).sample.abs().max() < 1e-6   # the default starts shut
+
+
+def test_skip_from_sim_needs_x0_prediction():
+    with pytest.raises(NeuralSimError, match='skip_from: sim .* needs prediction: sample'):
+        tiny_config().replace(skip_from='sim', prediction='epsilon')

@@ -26,7 +26,8 @@ def transformer_from_config(cfg: NeuralSimConfig) -> NeuralSimTransformer:
     return NeuralSimTransformer(frames=cfg.frames, channels=cfg.model_channels, height=h,
                                 width=w, action_dim=cfg.action_dim, width_dim=cfg.width_dim,
                                 depth=cfg.depth, heads=cfg.heads, patch_size=cfg.patch_size,
-                                patch_size_t=cfg.patch_size_t, cameras=len(cfg.cameras))
+                                patch_size_t=cfg.patch_size_t, cameras=len(cfg.cameras),
+                                skip_from=cfg.skip_from)
 
 
 def save_checkpoint(directory: str | Path, cfg: NeuralSimConfig,

@@ -54,6 +54,7 @@ class NeuralSimConfig:
     action_dim: int = 7
     # diffusion
     prediction: str = 'sample'   # sample (x0) | epsilon (both DDPM/DDIM) | flow (flow matching)
+    skip_from: str = 'noisy'     # the pixel skip's start: noisy | sim (x0 = sim frame + residual)
     num_train_timesteps: int = 1000
     # condition dropout (each independently, per sample)
     p_drop_action: float = 0.15
@@ -99,6 +100,11 @@ class NeuralSimConfig:
         """Raise ``ConfigError`` for values no model can be built from."""
         if self.space not in ('pixel', 'latent'):
             raise ConfigError(f"space must be 'pixel' or 'latent', got {self.space!r}")
+        if self.skip_from not in ('noisy', 'sim'):
+            raise ConfigError(f"skip_from must be 'noisy' or 'sim', got {self.skip_from!r}")
+        if self.skip_from == 'sim' and self.prediction != 'sample':
+            raise ConfigError("skip_from: sim starts the network at x0 = the sim frame, which "
+                              "needs prediction: sample")
         if self.prediction not in ('epsilon', 'sample', 'flow'):
             raise ConfigError(f"prediction must be 'epsilon', 'sample' or 'flow', got "
                               f"{self.prediction!r}")

@@ -44,7 +44,8 @@ class NeuralSimTransformer(ModelMixin, ConfigMixin):
     @register_to_config
     def __init__(self, frames: int = 8, channels: int = 3, height: int = 32, width: int = 40,
                  action_dim: int = 7, width_dim: int = 64, depth: int = 4, heads: int = 4,
-                 patch_size: int = 4, patch_size_t: int = 1, cameras: int = 1) -> None:
+                 patch_size: int = 4, patch_size_t: int = 1, cameras: int = 1,
+                 skip_from: str = 'noisy') -> None:
         super().__init__()
         p, pt, dim = patch_size, patch_size_t, width_dim
         self.grid = (frames // pt, height // p, width // p)
@@ -64,15 +65,22 @@ class NeuralSimTransformer(ModelMixin, ConfigMixin):
         for lin in (self.ada_out, self.proj_out):
             nn.init.zeros_(lin.weight)
             nn.init.zeros_(lin.bias)
-        # pixel skip: starts as identity on the noisy channels, gated to zero at init
+        # Pixel skip, a per-pixel linear map at full resolution. ``noisy``: the identity on the
+        # noisy channels, gated shut at init. ``sim`` (x0 prediction): the identity on the sim
+        # frame, gated open, so the network starts by predicting the sim frame itself and
+        # learns only the residual to the real look: the sim video's layout (where objects
+        # are) survives the patch tokens, which alone blur a 3 px object away.
+        if skip_from not in ('noisy', 'sim'):
+            raise ValueError(f"skip_from must be 'noisy' or 'sim', got {skip_from!r}")
         self.skip = nn.Conv3d(in_ch, channels, kernel_size=1)
+        first = 0 if skip_from == 'noisy' else channels
         with torch.no_grad():
             self.skip.weight.zero_()
             self.skip.bias.zero_()
-            self.skip.weight[:, :channels, 0, 0, 0] = torch.eye(channels)
+            self.skip.weight[:, first:first + channels, 0, 0, 0] = torch.eye(channels)
         self.skip_gate = nn.Linear(dim, channels)
         nn.init.zeros_(self.skip_gate.weight)
-        nn.init.zeros_(self.skip_gate.bias)
+        nn.init.constant_(self.skip_gate.bias, 0.0 if skip_from == 'noisy' else 1.0)
 
     def check_inputs(self, sample: torch.Tensor, actions: torch.Tensor) -> None:
         """Raise ``InputShapeError`` when a clip or action array does not fit this model."""
