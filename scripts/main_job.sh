@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: sets itself up, then runs the pipeline on the bench lab and writes a report.
-# Arguments go to scripts/main_job.py (e.g. --out DIR, --episodes-per-task N).
+# Arguments go to scripts/main_job.py (e.g. --scale reduced|paper, --tasks T, --resume RUN).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/setup.sh"
