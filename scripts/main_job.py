@@ -207,13 +207,17 @@ def neural_sim_stage(out: Path, twin: dict, chosen: list[Path], cfg: ExperimentC
                    steps=cfg.neural_sim_sample_steps, episodes=chosen)
     return {'pseudo_real': str(ns.pseudo_real), 'checkpoint': str(out / 'neural_sim' /
                                                                    'checkpoint'),
+            'sim_detail': NeuralSimConfig.from_yaml(ROOT / cfg.neural_sim_config).sim_detail,
             'section': report.neural_sim_section(ns, out, time.monotonic() - t0)}
 
 
 # --- 5. video table -------------------------------------------------------------------------
 
-MODES = (('action', 'action only'), ('sim', 'sim only'), ('composed', 'composed'),
-         ('joint', 'joint'))
+# (folder, row, guidance mode, keep the sim's detail above the model's resolution)
+VIDEO_ROWS = (('action', 'action only', 'action', False), ('sim', 'sim only', 'sim', False),
+              ('composed', 'composed', 'composed', False),
+              ('composed_detail', 'composed + sim detail', 'composed', True),
+              ('joint', 'joint', 'joint', False))
 
 
 def layout_positions(episode: Path) -> dict[str, list[float]]:
@@ -234,7 +238,9 @@ def video_stage(out: Path, chosen: list[Path], ns: dict, cfg: ExperimentConfig,
     from comsim_core.episodes import read_meta
     from comsim_neural_sim.evaluation.generated import evaluate_generated
     from comsim_neural_sim.translate.episode import translate_dir
+    from comsim_policy.config import PolicyConfig
 
+    pixels = tuple(PolicyConfig.from_yaml(ROOT / scale.policy_config).image_size)
     lab = LabConfig.load(LAB_YAML)
     by_region: dict[str, list[Path]] = {'id': [], 'ood': []}
     for p in chosen:
@@ -246,30 +252,25 @@ def video_stage(out: Path, chosen: list[Path], ns: dict, cfg: ExperimentConfig,
     with GroundTruthRenderer(LAB_YAML, REALISM_YAML) as renderer:
         for p in picked:
             renderer.render(p, video / 'ground_truth', rate_hz=cfg.camera_hz)
-    dirs = {'composed': Path(ns['pseudo_real'])}
     torch.set_num_threads(1)      # as the neural-sim stage: small ops, and cores shared
-    for mode, _ in MODES:
-        if mode != 'composed':
-            dirs[mode] = video / mode
-            translate_dir(picked, ns['checkpoint'], dirs[mode], mode=mode,
-                          steps=cfg.neural_sim_sample_steps, log=lambda m: log(f'[video] {m}'))
+    for folder, _, mode, detail in VIDEO_ROWS:
+        translate_dir(picked, ns['checkpoint'], video / folder, mode=mode, sim_detail=detail,
+                      steps=cfg.neural_sim_sample_steps, log=lambda m: log(f'[video] {m}'))
     rows = []
     for region, eps in by_region.items():
         if not eps:
             continue
-        names = {p.name for p in eps}
-        first = None
-        for mode, label in MODES:
-            res = evaluate_generated([dirs[mode] / n for n in sorted(names)],
-                                     video / 'ground_truth', video / f'eval_{mode}_{region}',
-                                     log=lambda m: None)
-            if first is None:
-                first = res
+        names = sorted(p.name for p in eps)
+        for i, (folder, label, _, _) in enumerate(VIDEO_ROWS):
+            res = evaluate_generated([video / folder / n for n in names], video / 'ground_truth',
+                                     video / f'eval_{folder}_{region}', log=lambda m: None,
+                                     pixels=pixels)
+            if i == 0:
                 rows.append(video_row(region, 'sim frames', len(eps), res.mean, 'sim'))
             rows.append(video_row(region, label, len(eps), res.mean, 'translated'))
-    grids = sorted(str(p) for p in video.glob('eval_composed_*/generated_grid.png'))
+    grids = sorted(video.glob('eval_composed*_*/generated_grid.png'))
     return {'rows': rows, 'episodes': {r: [p.name for p in e] for r, e in by_region.items()},
-            'section': report.video_section(rows, [Path(g) for g in grids], out)}
+            'section': report.video_section(rows, grids, out, pixels, ns.get('sim_detail'))}
 
 
 def video_row(region: str, label: str, episodes: int, mean: dict, which: str) -> dict:

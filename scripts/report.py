@@ -253,16 +253,21 @@ def _num(v, fmt: str) -> str:
     return '–' if v is None else format(v, fmt)
 
 
-def video_section(rows: list[dict], grids: list[Path], out: Path) -> str:
+def video_section(rows: list[dict], grids: list[Path], out: Path,
+                  pixels: tuple[int, int] = (96, 128), sim_detail: bool | None = None) -> str:
     """The video table: each conditioning mode's translations against the lab's filming."""
+    used = {True: '`composed + sim detail`', False: '`composed`'}.get(sim_detail, '`composed`')
     lines = ['## Video table: translations against the bench lab\'s filming', '',
              'A few generated trajectories, split by the lab\'s region of their layout, '
              'translated with each conditioning mode and scored against the bench lab filming '
-             'the same trajectory, in the neural simulator\'s pixels. "sim frames" is the '
-             'twin\'s own render (the floor). Objects: found by their lab colour, mean distance '
-             '(px) from where the lab\'s segmentation has them; "tracker on truth" is the '
-             'tracker\'s own error on the ground truth. LPIPS, FID and FVD need network weights '
-             'these machines do not have, so they are not reported.', '',
+             f'the same trajectory, in the policy\'s pixels ({pixels[0]}x{pixels[1]}). "sim '
+             'frames" is the twin\'s own render (the floor); "+ sim detail" adds the sim\'s '
+             'detail above the neural simulator\'s resolution to its output; the policy\'s '
+             f'pseudo-real episodes are the {used} row. Objects: found by their lab colour in '
+             'the camera\'s frames, mean distance (policy px) from where the lab\'s '
+             'segmentation has them; "tracker on truth" is the tracker\'s own error on the '
+             'ground truth. LPIPS, FID and FVD need network weights these machines do not '
+             'have, so they are not reported.', '',
              '| region | row | episodes | PSNR (dB) | SSIM | objects found | object px | '
              'tracker on truth (px) |', '|---|---|---|---|---|---|---|---|']
     for r in rows:

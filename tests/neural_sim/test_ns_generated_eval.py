@@ -196,3 +196,15 @@ def test_the_neural_simulator_never_imports_the_bench_lab():
                      [node.module or ''] if isinstance(node, ast.ImportFrom) else [])
             offenders += [f'{f.name}: {n}' for n in names if n.split('.')[0] == 'comsim_bench_lab']
     assert not offenders
+
+
+def test_scoring_in_the_policys_pixels_scales_object_errors_and_resizes_frames(objects):
+    root, sim = objects
+    _translate(sim, root / 'shift4p', lambda f: np.roll(look_real(f), 4, axis=1))
+    full = evaluate_generated(root / 'shift4p', root / 'truth', log=lambda s: None).rows[0]
+    half = evaluate_generated(root / 'shift4p', root / 'truth', log=lambda s: None,
+                              pixels=(20, 24)).rows[0]        # the 40x48 frames halved
+    assert full['translated_obj_px'] == pytest.approx(4, abs=0.3)
+    assert half['translated_obj_px'] == pytest.approx(2, abs=0.15)
+    assert half['translated_found'] == full['translated_found'] == 1.0
+    assert half['translated_psnr'] != full['translated_psnr']      # scored on resized frames

@@ -127,3 +127,17 @@ def test_skip_from_sim_starts_as_the_sim_frame_where_the_sim_is_given():
 def test_skip_from_sim_needs_x0_prediction():
     with pytest.raises(NeuralSimError, match='skip_from: sim .* needs prediction: sample'):
         tiny_config().replace(skip_from='sim', prediction='epsilon')
+
+
+def test_keeping_sim_detail_restores_what_the_models_resolution_drops():
+    from comsim_neural_sim.data.frames import keep_sim_detail, resize_clip
+    sim = np.full((2, 48, 64, 3), 90, np.uint8)
+    sim[:, 20:23, 30:33] = 240                      # a 3 px object
+    s = torch.from_numpy(sim).permute(0, 3, 1, 2).float()
+    low = resize_clip(resize_clip(s, 12, 16), 48, 64).permute(0, 2, 3, 1).numpy()
+    blurred = np.clip(low, 0, 255).round().astype(np.uint8)
+    assert blurred[0, 21, 31, 0] < 200              # at 12x16 the object is a smudge
+    kept = keep_sim_detail(blurred, sim, 12, 16)
+    assert np.abs(kept.astype(int) - sim).max() <= 1   # the sim's low-pass + its detail = sim
+    darker = keep_sim_detail((blurred * 0.5).astype(np.uint8), sim, 12, 16)
+    assert darker[0, 21, 31, 0] - darker[0, 5, 5, 0] > 100   # the object survives a new look

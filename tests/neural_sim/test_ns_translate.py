@@ -113,3 +113,35 @@ def test_cli_translates_and_reports_errors(setup, tmp_path, capsys):
     assert cli_main([str(tmp_path / 'nope'), '--checkpoint', str(ckpt), '--out',
                      str(tmp_path)]) == 2
     assert 'no sim-episode directory' in capsys.readouterr().err
+
+
+def _images(path, topic='/cameras/front/image_raw'):
+    out = []
+    for t, m, _, raw in _raw(path):
+        if t == topic and m == IMAGE:
+            img = TS.deserialize_cdr(raw, m)
+            out.append(np.asarray(img.data, np.uint8).reshape(img.height, img.width, 3))
+    return np.stack(out)
+
+
+def test_sim_detail_adds_exactly_the_sims_detail_above_the_models_resolution(setup, tmp_path):
+    import torch
+
+    from comsim_neural_sim.data.frames import resize_clip
+    root, sims, cfg, ckpt, _ = setup
+    plain = translate_dir([sims[0]], ckpt, tmp_path / 'plain', steps=2, seed=4,
+                          log=lambda s: None)[0]
+    kept = translate_dir([sims[0]], ckpt, tmp_path / 'kept', steps=2, seed=4,
+                         sim_detail=True, log=lambda s: None)[0]
+    action = translate_dir([sims[0]], ckpt, tmp_path / 'action', steps=2, seed=4, mode='action',
+                           sim_detail=True, log=lambda s: None)[0]
+    sim = _images(sims[0]).astype(np.float32)
+    s = torch.from_numpy(sim).permute(0, 3, 1, 2)
+    detail = (s - resize_clip(resize_clip(s, cfg.height, cfg.width), *sim.shape[1:3]))
+    detail = detail.permute(0, 2, 3, 1).numpy()
+    expected = np.clip(_images(plain) + detail, 0, 255)
+    assert np.abs(_images(kept) - expected).max() <= 1
+    assert np.abs(detail).max() > 10                          # there was detail to keep
+    prov = lambda p: yaml.safe_load((p / 'episode.yaml').read_text())['metadata']['provenance']  # noqa: E731
+    assert prov(kept)['sim_detail'] is True and prov(plain)['sim_detail'] is False
+    assert prov(action)['sim_detail'] is False                # action-only never sees the sim

@@ -55,6 +55,7 @@ class NeuralSimConfig:
     # diffusion
     prediction: str = 'sample'   # sample (x0) | epsilon (both DDPM/DDIM) | flow (flow matching)
     skip_from: str = 'noisy'     # the pixel skip's start: noisy | sim (x0 = sim frame + residual)
+    sim_detail: bool = False     # translations keep the sim's detail above height x width
     num_train_timesteps: int = 1000
     # condition dropout (each independently, per sample)
     p_drop_action: float = 0.15

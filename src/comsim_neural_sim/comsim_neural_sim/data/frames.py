@@ -43,3 +43,19 @@ def tensor_to_frames(x: torch.Tensor, height: int | None = None,
         x = resize_clip(x, height, width)
     x = ((x.clamp(-1, 1) + 1) * 127.5).round().to(torch.uint8)
     return x.permute(0, 2, 3, 1).numpy()
+
+
+def keep_sim_detail(translated: np.ndarray, sim: np.ndarray, height: int, width: int
+                    ) -> np.ndarray:
+    """``translated`` (T, H, W, 3) uint8, upsampled from the model's ``height`` x ``width``,
+    plus the sim frames' detail above that resolution (sim minus its own low-pass through the
+    same resize): the model supplies the real look at its resolution, the sim keeps its edges,
+    so a 3 px object the model cannot resolve stays where the sim has it."""
+    check_frames(sim, 'sim')
+    if translated.shape != sim.shape:
+        raise InputShapeError(f'translated frames {translated.shape} and sim frames '
+                              f'{sim.shape} differ in shape')
+    s = torch.from_numpy(np.ascontiguousarray(sim)).permute(0, 3, 1, 2).float()
+    low = resize_clip(resize_clip(s, height, width), *sim.shape[1:3])
+    detail = (s - low).permute(0, 2, 3, 1).numpy()
+    return np.clip(translated.astype(np.float32) + detail, 0, 255).round().astype(np.uint8)

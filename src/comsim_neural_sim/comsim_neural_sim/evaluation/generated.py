@@ -86,11 +86,23 @@ def _frames(path: Path, topic: str, stamps: set[int] | None = None) -> dict[int,
         return {t: f for t, f in ep.images(topic) if stamps is None or t in stamps}
 
 
-def evaluate_pair(translated: Path, truth: Path, camera: str) -> tuple[dict, np.ndarray]:
+def to_pixels(frames: np.ndarray, pixels: tuple[int, int] | None) -> np.ndarray:
+    """(T, H, W, 3) frames area-resized to ``pixels`` (height, width), as a policy sees them."""
+    if pixels is None or tuple(frames.shape[1:3]) == tuple(pixels):
+        return frames
+    import cv2  # noqa: PLC0415
+    return np.stack([cv2.resize(f, (pixels[1], pixels[0]), interpolation=cv2.INTER_AREA)
+                     for f in frames])
+
+
+def evaluate_pair(translated: Path, truth: Path, camera: str,
+                  pixels: tuple[int, int] | None = None) -> tuple[dict, np.ndarray]:
     """Metrics of one camera of one translated episode; also (3, T, H, W, 3) sim/gen/truth.
 
     The row's ``objects`` holds each object's per-frame centroid errors (px, None = not found)
     for the JSON; the position columns are None when the ground truth has no positions.
+    ``pixels`` (height, width) scores PSNR/SSIM on frames resized to it and gives object
+    errors in its pixels (objects are still found in the camera's frames).
     """
     real = _frames(truth, f'/real/cameras/{camera}/image_raw')
     sim = _frames(truth, f'/sim/cameras/{camera}/image_raw', set(real))
@@ -102,11 +114,16 @@ def evaluate_pair(translated: Path, truth: Path, camera: str) -> tuple[dict, np.
                              f'translation {len(gen)} of them); was the ground truth rendered '
                              f'from this episode\'s sim source?')
     r, s, g = (np.stack([d[t] for t in common]) for d in (real, sim, gen))
-    floor, trans = video_metrics(s, r), video_metrics(g, r)
+    floor = video_metrics(to_pixels(s, pixels), to_pixels(r, pixels))
+    trans = video_metrics(to_pixels(g, pixels), to_pixels(r, pixels))
     drift = (_sidecar(truth).get('object_drift_m') or {}).values()
     cols, objects = position_columns(load_positions(truth), camera, {
         'translated': {t: gen[t] for t in common}, 'sim': {t: sim[t] for t in common},
         'truth': {t: real[t] for t in common}})
+    if pixels is not None:
+        k = pixels[0] / r.shape[1]
+        cols = {c: (v * k if c.endswith('_obj_px') and v is not None else v)
+                for c, v in cols.items()}
     row = {'episode': translated.name, 'camera': camera, 'frames': len(common),
            'drift_mm': 1000 * max(drift) if drift else None,
            'sim_psnr': floor['psnr'], 'sim_ssim': floor['ssim'],
@@ -153,13 +170,15 @@ def _mean(rows: list[dict], key: str) -> float | None:
 
 def evaluate_generated(pseudo_real: str | Path | Sequence[str | Path], ground_truth: str | Path,
                        out: str | Path | None = None, cameras: Sequence[str] | None = None,
-                       grid_frames: int = 6, log=print) -> GeneratedEvalResult:
+                       grid_frames: int = 6, log=print,
+                       pixels: tuple[int, int] | None = None) -> GeneratedEvalResult:
     """Score translated episodes against the bench lab's ground truth (see module doc).
 
     ``pseudo_real``: a directory of translated episodes or a list of them; ``ground_truth``: the
     directory of ground-truth paired episodes; ``cameras``: default every ground-truth camera.
     Writes ``generated.md``, ``generated.json`` and ``generated_grid.png`` (sim | translated |
-    ground truth, first pair) under ``out`` when given.
+    ground truth, first pair) under ``out`` when given. ``pixels``: score at that (height,
+    width), e.g. the policy's input (``evaluate_pair``).
     """
     truths = ground_truth_episodes(ground_truth)
     pseudo = (_episodes(Path(pseudo_real)) if isinstance(pseudo_real, (str, Path))
@@ -171,7 +190,7 @@ def evaluate_generated(pseudo_real: str | Path | Sequence[str | Path], ground_tr
             continue
         cams = list(_sidecar(truth).get('cameras') or [])
         for cam in (cams if cameras is None else [c for c in cameras if c in cams]):
-            row, clips = evaluate_pair(by_name[name], truth, cam)
+            row, clips = evaluate_pair(by_name[name], truth, cam, pixels)
             rows.append(row)
             first = clips if first is None else first
             log(f'generated vs ground truth: {name} {cam}: PSNR {row["sim_psnr"]:.2f} (sim) -> '

@@ -28,6 +28,7 @@ from comsim_core.episodes.encode import rgb8_image_cdr
 from comsim_core.episodes.sidecar import read_sidecar, write_sidecar
 
 from ..data.clips import normalise_actions
+from ..data.frames import keep_sim_detail
 from ..errors import InputShapeError, MissingStreamError, NeuralSimError
 from ..sampling.guidance import GuidanceWeights
 from ..sampling.pipeline import NeuralSimPipeline
@@ -105,10 +106,28 @@ def checkpoint_provenance(pipe: NeuralSimPipeline, checkpoint: str | Path | None
             'steps': int(steps), 'seed': int(seed), 'trained_cameras': list(pipe.config.cameras)}
 
 
+SIM_MODES = ('composed', 'joint', 'sim')     # the guidance modes that see the sim video
+
+
 def translate_frames(pipe: NeuralSimPipeline, eps: Sequence[SimEpisode], topic: str,
-                     weights: dict[str, float], steps: int, seed: int, mode: str
-                     ) -> list[np.ndarray]:
-    """Translate one camera of several episodes in ONE batch (padded to the longest)."""
+                     weights: dict[str, float], steps: int, seed: int, mode: str,
+                     sim_detail: bool = False) -> list[np.ndarray]:
+    """Translate one camera of several episodes in ONE batch (padded to the longest).
+
+    ``sim_detail`` adds the sim frames' detail above the model's resolution (``keep_sim_detail``)
+    in the modes that see the sim video; action-only and unconditional outputs stay as made.
+    """
+    outs = _translate_frames(pipe, eps, topic, weights, steps, seed, mode)
+    if not (sim_detail and mode in SIM_MODES):
+        return outs
+    cfg = pipe.config
+    return [keep_sim_detail(o, e.images[topic][1], cfg.height, cfg.width)
+            for o, e in zip(outs, eps, strict=True)]
+
+
+def _translate_frames(pipe: NeuralSimPipeline, eps: Sequence[SimEpisode], topic: str,
+                      weights: dict[str, float], steps: int, seed: int, mode: str
+                      ) -> list[np.ndarray]:
     frames = [e.images[topic][1] for e in eps]
     camera = topic.split('/')[-2]   # /cameras/<camera>/image_raw
     cam_index = pipe.camera_index(camera)
@@ -198,10 +217,12 @@ def translate_dir(sim_episodes: str | Path | Sequence[str | Path],
                   weights: dict[str, float] | None = None, steps: int = 10, seed: int = 0,
                   mode: str = 'composed', batch: int = 4, checkpoint: str | Path | None = None,
                   config: Any = None, command_topic: str | None = None,
-                  log: Log = print) -> list[Path]:
+                  log: Log = print, sim_detail: bool | None = None) -> list[Path]:
     """Translate every sim episode (a directory, or a list); complete outputs are skipped.
 
     Episodes are translated ``batch`` at a time (one batched generation per camera).
+    ``sim_detail`` (default: the checkpoint config's) keeps the sim's detail above the model's
+    resolution (``translate_frames``).
     """
     if isinstance(sim_episodes, (str, Path)):
         if not Path(sim_episodes).is_dir():
@@ -218,7 +239,9 @@ def translate_dir(sim_episodes: str | Path | Sequence[str | Path],
     pipe = _load(pipeline, config)
     w = {'w_action': 1.0, 'w_sim': 1.0, **(weights or {})}
     w.setdefault('w_joint', w['w_action'])
-    prov = checkpoint_provenance(pipe, checkpoint, w, steps, seed, mode)
+    detail = pipe.config.sim_detail if sim_detail is None else bool(sim_detail)
+    prov = {**checkpoint_provenance(pipe, checkpoint, w, steps, seed, mode),
+            'sim_detail': detail and mode in SIM_MODES}
     cmd = command_topic or pipe.config.command_topic
     todo = [p for p in eps if not is_complete(out_dir / p.name)]
     for p in eps:
@@ -230,7 +253,8 @@ def translate_dir(sim_episodes: str | Path | Sequence[str | Path],
         translated: list[dict[str, np.ndarray]] = [{} for _ in group]
         for topic in sorted({t for e in group for t in e.images}):
             have = [k for k, e in enumerate(group) if topic in e.images]
-            outs = translate_frames(pipe, [group[k] for k in have], topic, w, steps, seed, mode)
+            outs = translate_frames(pipe, [group[k] for k in have], topic, w, steps, seed, mode,
+                                    detail)
             for k, o in zip(have, outs):
                 translated[k][topic] = o
         for e, tr in zip(group, translated):
