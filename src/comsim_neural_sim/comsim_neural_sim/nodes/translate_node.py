@@ -16,7 +16,8 @@ from comsim_core.paths import resolve_config_path
 from comsim_core.ros.messages import IMAGE_QOS, image_msg
 from comsim_core.ros.params import declare_parameters
 from comsim_core.ros.run import run_node
-from comsim_neural_sim.translate.episode import read_sim_episode, translate_frames
+from comsim_neural_sim.sampling.translate import translate_frames
+from comsim_neural_sim.translate.episode import read_sim_episode
 
 DEFAULTS = {
     'episode': '',                      # sim episode directory (recording layout)
@@ -59,7 +60,7 @@ class TranslateNode(Node):
         self.frames = {}
         for topic, (stamps, _) in sim.images.items():
             gen = translate_frames(pipe, [sim], topic, weights, self.p.steps, self.p.seed,
-                                   self.p.mode)[0]
+                                   self.p.mode, pipe.config.sim_detail)[0]
             cam = topic.split('/')[-2]
             self.frames[cam] = (stamps, gen)
         self.pubs = {cam: self.create_publisher(Image, f'{self.p.topic_prefix}/{cam}/image_raw',
