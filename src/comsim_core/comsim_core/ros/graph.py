@@ -187,6 +187,10 @@ def _parse_assignments(items, what):
     return out
 
 
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 @cli_main('comsim-launch')
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -202,8 +206,12 @@ def main(argv=None) -> int:
         overrides.setdefault(node, {})[param] = value
     specs = graph_from_launch(ns.launch_file, _parse_assignments(ns.arguments, 'argument'),
                               overrides)
+    # SIGTERM (docker stop, systemd, a supervisor) stops the graph as Ctrl-C does: without
+    # this the interpreter dies at once and the child nodes, in sessions of their own, live on.
+    signal.signal(signal.SIGTERM, _interrupt)
     graph = Graph(specs, ns.log_dir).start()
-    print(f'started {", ".join(s.name for s in specs)}; Ctrl-C stops them', flush=True)
+    print(f'started {", ".join(s.name for s in specs)}; Ctrl-C or SIGTERM stops them',
+          flush=True)
     try:
         while True:
             graph.check_alive()

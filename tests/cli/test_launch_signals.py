@@ -1,0 +1,60 @@
+"""`comsim-launch` stops its nodes on SIGTERM (docker stop, systemd) as on Ctrl-C: a node left
+running after its launcher is gone keeps the arm's command topics and the bag open."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for stat in Path('/proc').glob('[0-9]*/stat'):
+        try:
+            fields = stat.read_text().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f'/proc/{pid}/stat')
+    return stat.exists() and stat.read_text().rsplit(')', 1)[1].split()[0] != 'Z'
+
+
+@pytest.mark.ros
+def test_sigterm_stops_every_node_of_the_graph(tmp_path):
+    env = {**os.environ, 'ROS_DOMAIN_ID': str(150 + os.getpid() % 50)}
+    proc = subprocess.Popen([sys.executable, '-m', 'comsim_core.ros.graph',
+                             str(ROOT / 'launch' / 'record.launch.py'), 'bench_lab:=false',
+                             '--log-dir', str(tmp_path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
+    try:
+        assert 'started teleop, recorder' in proc.stdout.readline()
+        deadline = time.monotonic() + 60
+        while len(children(proc.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        nodes = children(proc.pid)
+        assert len(nodes) >= 2
+        time.sleep(2.0)                      # the nodes are up and spinning
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert 'stopped:' in out
+    assert not [pid for pid in nodes if alive(pid)]
