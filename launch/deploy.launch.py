@@ -21,7 +21,12 @@ NODES = [
     {'package': 'comsim_teleop', 'executable': 'comsim-recorder', 'name': 'recorder',
      'params': ['recorder.yaml'], 'condition': 'record'},
 ]
-ARGUMENTS = {'bench_lab': 'true', 'record': 'false'}
+ARGUMENTS = {
+    'bench_lab': ('true', 'start the bench lab (false: your arm driver and cameras run)'),
+    'record': ('false', 'also start the recorder, to record the rollouts'),
+    'use_sim_time': ('$(var bench_lab)', 'every node on /clock (default: when the bench lab '
+                     'runs; false on a real arm)'),
+}
 
 
 def generate_launch_description():

@@ -1,7 +1,7 @@
 """Record episodes: bench lab (or your arm driver and cameras), teleop and recorder.
 
     ros2 launch launch/record.launch.py                      # bench lab, scripted teleop
-    ros2 launch launch/record.launch.py bench_lab:=false     # a real arm driver runs already
+    ros2 launch launch/record.launch.py bench_lab:=false     # a real arm driver runs (wall time)
     ros2 launch launch/record.launch.py unattended:=true     # scripted episodes, no operator
     comsim-launch launch/record.launch.py                    # the same graph without ros2 launch
 
@@ -22,7 +22,12 @@ NODES = [
     {'package': 'comsim_core', 'executable': 'comsim-episode-runner', 'name': 'episode_runner',
      'params': ['episode_runner.yaml'], 'condition': 'unattended'},
 ]
-ARGUMENTS = {'bench_lab': 'true', 'unattended': 'false'}
+ARGUMENTS = {
+    'bench_lab': ('true', 'start the bench lab (false: your arm driver and cameras run)'),
+    'unattended': ('false', 'start the episode runner: scripted episodes, no operator'),
+    'use_sim_time': ('$(var bench_lab)', 'every node on /clock (default: when the bench lab '
+                     'runs; false on a real arm)'),
+}
 
 
 def generate_launch_description():

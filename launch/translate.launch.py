@@ -14,7 +14,9 @@ NODES = [
     {'package': 'comsim_neural_sim', 'executable': 'comsim-neural-sim-translate',
      'name': 'translate', 'params': ['translate.yaml']},
 ]
-ARGUMENTS: dict[str, str] = {}
+ARGUMENTS = {
+    'use_sim_time': ('false', 'the translate node on /clock (it publishes on its own timer)'),
+}
 
 
 def generate_launch_description():

@@ -14,7 +14,10 @@ NODES = [
     {'package': 'comsim_twin', 'executable': 'comsim-twin', 'name': 'twin',
      'params': ['twin.yaml']},
 ]
-ARGUMENTS = {}
+ARGUMENTS = {
+    'use_sim_time': ('true', 'the twin on /clock (the bench lab publishes it; false when it '
+                     'mirrors a real arm)'),
+}
 
 
 def generate_launch_description():

@@ -94,7 +94,8 @@ def record_stage(out: Path, tasks: list[str], per_task: int) -> dict:
     specs = graph_from_launch(ROOT / 'launch' / 'record.launch.py', {'bench_lab': 'true'},
                               overrides)
     runner_args = ['--ros-args', '--params-file', str(ROOT / 'config' / 'episode_runner.yaml'),
-                   '-p', f'episodes_per_task:={per_task}', '-p', f'tasks:=[{",".join(tasks)}]']
+                   '-p', f'episodes_per_task:={per_task}', '-p', f'tasks:=[{",".join(tasks)}]',
+                   '-p', 'use_sim_time:=true']       # the bench lab's /clock, as the graph's
     t0 = time.monotonic()
     with Graph(specs, log_dir=out / 'logs') as graph:
         rclpy.init(args=runner_args)

@@ -22,9 +22,11 @@ def test_unattended_episode_over_dds(tmp_path):
         'recorder': {'output_dir': str(out)},
         'bench_lab': {'camera_rate_hz': '15.0'}})
     assert [s.name for s in specs] == ['bench_lab', 'teleop', 'recorder']
+    assert {s.overrides['use_sim_time'] for s in specs} == {'true'}   # bench_lab's default
     with Graph(specs, log_dir=tmp_path / 'logs') as graph:
         rclpy.init(args=['--ros-args', '--params-file', str(ROOT / 'config/episode_runner.yaml'),
-                         '-p', 'tasks:=[move_card]', '-p', 'episodes_per_task:=1'])
+                         '-p', 'tasks:=[move_card]', '-p', 'episodes_per_task:=1',
+                         '-p', 'use_sim_time:=true'])
         try:
             runner = EpisodeRunner()
             for name in ('/bench_lab/reset', '/recorder/start', '/teleop/start_scripted'):

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from comsim_core.errors import UserError
 from comsim_core.ros.graph import graph_from_launch, load_launch_module
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,3 +99,31 @@ def test_test_files_have_unique_basenames():
     """pytest imports test files by basename (no __init__.py): a repeated name breaks collection."""
     names = [p.name for p in (ROOT / 'tests').rglob('test_*.py')]
     assert sorted({n for n in names if names.count(n) > 1}) == []
+
+
+@pytest.mark.parametrize('launch_file', LAUNCH_FILES, ids=lambda p: p.name)
+def test_launch_arguments_have_descriptions_and_set_sim_time_on_every_node(launch_file):
+    from comsim_core.ros.graph import declared_arguments
+    declared = declared_arguments(load_launch_module(launch_file), launch_file)
+    assert 'use_sim_time' in declared
+    assert all(len(desc) > 10 for _, desc in declared.values())
+    for value in ('true', 'false'):
+        specs = graph_from_launch(launch_file, {'use_sim_time': value})
+        assert specs and {s.overrides['use_sim_time'] for s in specs} == {value}
+    for params in {p for s in graph_from_launch(launch_file) for p in s.params}:
+        text = params.read_text()
+        assert 'use_sim_time' not in text, f'{params} sets use_sim_time: the launch file does'
+
+
+def test_sim_time_follows_the_bench_lab_unless_given():
+    record = Path(__file__).resolve().parents[2] / 'launch' / 'record.launch.py'
+    real_arm = graph_from_launch(record, {'bench_lab': 'false'})
+    assert [s.name for s in real_arm] == ['teleop', 'recorder']
+    assert {s.overrides['use_sim_time'] for s in real_arm} == {'false'}
+    assert {s.overrides['use_sim_time'] for s in graph_from_launch(record)} == {'true'}
+    forced = graph_from_launch(record, {'bench_lab': 'false', 'use_sim_time': 'true'},
+                               {'teleop': {'use_sim_time': 'false'}})
+    assert {s.name: s.overrides['use_sim_time'] for s in forced} == {'teleop': 'false',
+                                                                    'recorder': 'true'}
+    with pytest.raises(UserError, match='unknown launch argument.*sim_time'):
+        graph_from_launch(record, {'sim_time': 'true'})

@@ -64,16 +64,49 @@ def load_launch_module(path: str | os.PathLike):
     return module
 
 
+# A launch argument's default may name another argument, as the launch frontend writes it:
+# `use_sim_time` defaults to `$(var bench_lab)` (sim time exactly when the bench lab runs).
+_REFERENCE = re.compile(r'^\$\(var (\w+)\)$')
+
+
+def declared_arguments(module, path) -> dict[str, tuple[str, str]]:
+    """A launch file's ``ARGUMENTS``: name -> (default, description), checked."""
+    declared = dict(getattr(module, 'ARGUMENTS', {}))
+    for name, entry in declared.items():
+        if not (isinstance(entry, tuple) and len(entry) == 2
+                and all(isinstance(x, str) for x in entry) and entry[1]):
+            raise UserError(f'{path}: ARGUMENTS[{name!r}] must be (default, description) '
+                            f'strings, got {entry!r}')
+        ref = _REFERENCE.match(entry[0])
+        if ref and ref.group(1) not in declared:
+            raise UserError(f'{path}: ARGUMENTS[{name!r}] defaults to the unknown argument '
+                            f'{ref.group(1)!r}')
+    return declared
+
+
+def resolve_arguments(declared: dict[str, tuple[str, str]], given: dict[str, str]
+                      ) -> dict[str, str]:
+    """Every argument's value: given, else its default (a `$(var X)` default is X's value)."""
+    values = {k: given.get(k, d) for k, (d, _) in declared.items()}
+    for name in values:
+        seen = {name}
+        while (ref := _REFERENCE.match(values[name])) and ref.group(1) not in seen:
+            seen.add(ref.group(1))
+            values[name] = values[ref.group(1)]
+    return values
+
+
 def graph_from_launch(path, arguments: dict[str, str] | None = None,
                       overrides: dict[str, dict[str, str]] | None = None) -> list[NodeSpec]:
-    """Node specs of a launch file, with launch arguments and per-node parameter overrides."""
+    """Node specs of a launch file, with launch arguments and per-node parameter overrides.
+    A ``use_sim_time`` argument becomes every node's parameter (``--set`` wins)."""
     module = load_launch_module(path)
-    args = dict(getattr(module, 'ARGUMENTS', {}))
-    unknown = set(arguments or {}) - set(args)
+    declared = declared_arguments(module, path)
+    unknown = set(arguments or {}) - set(declared)
     if unknown:
         raise UserError(f'{path}: unknown launch argument(s) {", ".join(sorted(unknown))}; '
-                        f'known: {", ".join(sorted(args))}')
-    args.update(arguments or {})
+                        f'known: {", ".join(sorted(declared))}')
+    args = resolve_arguments(declared, dict(arguments or {}))
     overrides = overrides or {}
     specs = []
     for node in module.NODES:
@@ -81,8 +114,11 @@ def graph_from_launch(path, arguments: dict[str, str] | None = None,
         if condition and str(args[condition]).lower() not in ('true', '1', 'yes'):
             continue
         params = [Path(module.CONFIG) / p for p in node['params']]
+        node_overrides = dict(overrides.get(node['name'], {}))
+        if 'use_sim_time' in args:
+            node_overrides.setdefault('use_sim_time', args['use_sim_time'])
         specs.append(NodeSpec(node['package'], node['executable'], node['name'], params,
-                              dict(overrides.get(node['name'], {}))))
+                              node_overrides))
     names = {s.name for s in specs}
     bad = set(overrides) - names
     if bad:
@@ -91,23 +127,33 @@ def graph_from_launch(path, arguments: dict[str, str] | None = None,
     return specs
 
 
-def launch_description(nodes: list[dict], config: Path, arguments: dict[str, str]):
+def launch_description(nodes: list[dict], config: Path,
+                       arguments: dict[str, tuple[str, str]]):
     """The `ros2 launch` form of a launch file's `NODES`: one launch_ros Node per entry, each
-    with its params files and an optional launch-argument condition. Imports `launch` here
-    because it exists only on ROS installs."""
+    with its params files, ``use_sim_time`` from its launch argument and an optional
+    launch-argument condition. Imports `launch` here because it exists only on ROS installs."""
     from launch import LaunchDescription
     from launch.actions import DeclareLaunchArgument
     from launch.conditions import IfCondition
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
+    from launch_ros.parameter_descriptions import ParameterValue
 
-    actions = [DeclareLaunchArgument(k, default_value=v) for k, v in arguments.items()]
+    actions = []
+    for name, (default, description) in arguments.items():
+        ref = _REFERENCE.match(default)
+        actions.append(DeclareLaunchArgument(
+            name, default_value=LaunchConfiguration(ref.group(1)) if ref else default,
+            description=description))
     for spec in nodes:
         condition = spec.get('condition')
+        params: list = [str(Path(config) / p) for p in spec['params']]
+        if 'use_sim_time' in arguments:
+            params.append({'use_sim_time': ParameterValue(LaunchConfiguration('use_sim_time'),
+                                                          value_type=bool)})
         actions.append(Node(
             package=spec['package'], executable=spec['executable'], name=spec['name'],
-            parameters=[str(Path(config) / p) for p in spec['params']], output='screen',
-            emulate_tty=True,
+            parameters=params, output='screen', emulate_tty=True,
             condition=IfCondition(LaunchConfiguration(condition)) if condition else None))
     return LaunchDescription(actions)
 

@@ -14,11 +14,33 @@ import sys
 from collections.abc import Callable
 
 import rclpy
+from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 
 from comsim_core.errors import EXIT_USAGE, UserError, debug_requested, user_message
 from comsim_core.ros.params import params_files_of
+
+CLOCK_WAIT_S = 5.0      # wall seconds a node on sim time waits for /clock before it warns
+
+
+def warn_without_clock(node: Node, wait_s: float = CLOCK_WAIT_S):
+    """On sim time with no /clock yet after ``wait_s`` wall seconds, say so once: timers on
+    the node's clock never fire and stamps read zero, which looks like a hang, not a setting."""
+    if not (node.has_parameter('use_sim_time') and node.get_parameter('use_sim_time').value):
+        return None
+    timer = None
+
+    def check() -> None:
+        timer.cancel()
+        if node.get_clock().now().nanoseconds == 0:
+            node.get_logger().warning(
+                f'use_sim_time is true but no /clock has arrived in {wait_s:g} s: start the '
+                'simulator (the bench lab publishes /clock), or set use_sim_time:=false on a '
+                'real arm (a launch argument of every ComSim launch file)')
+
+    timer = node.create_timer(wait_s, check, clock=Clock(clock_type=ClockType.STEADY_TIME))
+    return timer
 
 
 class NodeStartupError(UserError):
@@ -52,6 +74,7 @@ def run_node(make_node: Callable[[], Node], args=None, threads: int = 1,
             _init(args)
             node = make_node()
         started = True
+        warn_without_clock(node)
         if work is not None:
             code = int(work(node) or 0)
         else:
