@@ -45,16 +45,17 @@ from comsim_core.ros.messages import (
     to_time_msg,
     trajectory_points,
 )
-from comsim_core.ros.params import ParameterConfigError, declare_parameters
+from comsim_core.ros.params import Param, ParameterConfigError, declare_parameters
 from comsim_core.ros.run import run_node
 
 DEFAULTS = {
     'lab_config': 'config/bench_lab/lab.yaml',
     'realism_profile': 'config/bench_lab/realism.yaml',
-    'task': 'stack_blocks',
-    'seed': 0,
-    'region': 'id',
-    'variant': '',
+    # read at each reset: the episode runner and the evaluator set them between episodes
+    'task': Param('stack_blocks', 'task of the next reset', dynamic=True),
+    'seed': Param(0, 'layout seed of the next reset (then incremented)', dynamic=True),
+    'region': Param('id', 'layout region of the next reset', choices=REGIONS, dynamic=True),
+    'variant': Param('', "object variant of the next reset ('' = default)", dynamic=True),
     'joint_state_rate_hz': 200.0,
     'camera_rate_hz': 30.0,
     'real_time_factor': 1.0,

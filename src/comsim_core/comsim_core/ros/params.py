@@ -5,15 +5,28 @@ exception deep in `declare_parameter`, and a params file whose node section is m
 (`recordr:`) is dropped whole, so the node runs on defaults the user never chose. Here the
 `--params-file` files are read once more with `yaml.safe_load`, and every one of these mistakes
 becomes a `ParameterConfigError` naming the file, the key and what was expected.
+
+Each parameter gets a descriptor (``Param``: description, range, choices). A parameter is
+read-only unless the node says a change takes effect (``dynamic``): ``ros2 param set`` on a
+read-only one is refused, not accepted and ignored, and a dynamic one is range-checked, written
+into the node's parameter namespace and handed to the node's ``on_change`` callback.
 """
 from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import Any
 
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    SetParametersResult,
+)
 from rclpy.node import Node
 
 from comsim_core.config import value_type_name
@@ -113,8 +126,47 @@ def _params_files() -> list[ParamsFile]:
     return [ParamsFile(p) for p in params_file_paths(sys.argv)] if _loaded is None else _loaded
 
 
-def declare_parameters(node: Node, defaults: dict) -> SimpleNamespace:
-    """Declare `defaults` on `node` and return the effective values as attributes."""
+@dataclass(frozen=True)
+class Param:
+    """A parameter's default and what ``ros2 param describe`` says of it."""
+
+    default: Any
+    description: str = ''
+    range: tuple[float, float] | None = None      # inclusive
+    choices: tuple[Any, ...] | None = None
+    dynamic: bool = False                          # a change at run time takes effect
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` is not allowed, or None."""
+        if self.range is not None and not self.range[0] <= value <= self.range[1]:
+            return f'must be in [{self.range[0]:g}, {self.range[1]:g}], got {value!r}'
+        if self.choices is not None and value not in self.choices:
+            return f'must be one of {list(self.choices)}, got {value!r}'
+        return None
+
+    def descriptor(self) -> ParameterDescriptor:
+        d = ParameterDescriptor(description=self.description, read_only=not self.dynamic)
+        if self.choices is not None:
+            d.additional_constraints = f'one of {list(self.choices)}'
+        if self.range is not None and isinstance(self.default, float):
+            d.floating_point_range = [FloatingPointRange(from_value=float(self.range[0]),
+                                                         to_value=float(self.range[1]))]
+        elif self.range is not None and isinstance(self.default, int):
+            d.integer_range = [IntegerRange(from_value=int(self.range[0]),
+                                            to_value=int(self.range[1]), step=1)]
+        return d
+
+
+def param_spec(value: Any) -> Param:
+    return value if isinstance(value, Param) else Param(value)
+
+
+def declare_parameters(node: Node, defaults: Mapping[str, Any],
+                       on_change: Callable[[str, Any], None] | None = None) -> SimpleNamespace:
+    """Declare `defaults` (plain defaults or ``Param``s) on `node` and return the effective
+    values as attributes; later sets of dynamic parameters update them and call
+    ``on_change(name, value)``."""
+    specs = {name: param_spec(d) for name, d in defaults.items()}
     fqn = node.get_fully_qualified_name()
     key = node.get_name() if node.get_namespace() == '/' else fqn
     where: dict[str, str] = {}  # parameter -> the params file that set it
@@ -138,13 +190,36 @@ def declare_parameters(node: Node, defaults: dict) -> SimpleNamespace:
             f'{source(unknown[0])}node {node.get_name()!r}: unknown parameter(s) {unknown}; '
             f'known: {sorted(defaults)}')
     values = {}
-    for name, default in defaults.items():
+    for name, spec in specs.items():
+        default = spec.default
+        given = overrides.get(name)
+        if given is not None and type(given.value) is type(default) \
+                and (why := spec.problem(given.value)):
+            raise ParameterConfigError(f'{source(name)}node {node.get_name()!r}: parameter '
+                                       f'{name!r} {why}')
         try:
-            values[name] = node.declare_parameter(name, default).value
+            values[name] = node.declare_parameter(name, default, spec.descriptor()).value
         except Exception as exc:  # rclpy raises InvalidParameterTypeException et al.
-            given = overrides.get(name)
             got = f'{given.value!r}' if given is not None else str(exc)
             raise ParameterConfigError(
                 f'{source(name)}node {node.get_name()!r}: parameter {name!r} expects '
                 f'{value_type_name(default)} (default {default!r}), got {got}') from exc
-    return SimpleNamespace(**values)
+    namespace = SimpleNamespace(**values)
+
+    def check(params) -> SetParametersResult:
+        for p in params:
+            spec = specs.get(p.name)
+            if spec is not None and (why := spec.problem(p.value)):
+                return SetParametersResult(successful=False, reason=f'{p.name} {why}')
+        return SetParametersResult(successful=True)
+
+    def apply(params) -> None:
+        for p in params:
+            if p.name in specs:
+                setattr(namespace, p.name, p.value)
+                if on_change is not None:
+                    on_change(p.name, p.value)
+
+    node.add_on_set_parameters_callback(check)
+    node.add_post_set_parameters_callback(apply)
+    return namespace

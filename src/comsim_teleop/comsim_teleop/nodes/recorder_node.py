@@ -36,7 +36,7 @@ from comsim_core.episodes.stats import RATE_WARN_FRACTION
 from comsim_core.episodes.topics import TopicSpec, qos_dict
 from comsim_core.paths import resolve_config_path
 from comsim_core.ros.messages import LATCHED_QOS
-from comsim_core.ros.params import declare_parameters
+from comsim_core.ros.params import Param, declare_parameters
 from comsim_core.ros.run import run_node
 from comsim_teleop.recording import EpisodeRecorder
 
@@ -45,14 +45,15 @@ DEFAULTS = {
     'storage': 'mcap',
     'distro': 'kilted',
     'topics': ['/joint_states sensor_msgs/msg/JointState 200'],
-    'task': '',
-    'seed': UNSET_SEED,
-    'region': '',
-    'variant': '',
-    'source': 'real',
-    'operator': '',
-    'notes': '',
-    'lab_config_file': '',
+    # episode metadata, read when an episode starts (the episode runner sets it per episode)
+    'task': Param('', 'task of the next episode', dynamic=True),
+    'seed': Param(UNSET_SEED, 'layout seed of the next episode', dynamic=True),
+    'region': Param('', 'layout region of the next episode', dynamic=True),
+    'variant': Param('', 'object variant of the next episode', dynamic=True),
+    'source': Param('real', 'data source written into episode.yaml', dynamic=True),
+    'operator': Param('', 'who teleoperates the next episode', dynamic=True),
+    'notes': Param('', 'free text stored with the next episode', dynamic=True),
+    'lab_config_file': Param('', 'lab description stored with each episode', dynamic=True),
     'min_free_mb': 200,
     'queue_size': 2000,
     'qos_depth': 100,

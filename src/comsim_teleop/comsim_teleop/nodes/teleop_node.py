@@ -36,7 +36,7 @@ from comsim_core.ros.messages import (
     chunk_trajectory_msg,
     trajectory_msg,
 )
-from comsim_core.ros.params import ParameterConfigError, declare_parameters
+from comsim_core.ros.params import Param, ParameterConfigError, declare_parameters
 from comsim_core.ros.run import run_node
 from comsim_core.tasks.expert import ScriptedExpert
 from comsim_teleop.teleop.sources import (
@@ -59,7 +59,9 @@ DEFAULTS = {
     'twist_topic': '/teleop/twist',
     'joy_topic': '/joy',
     'task_state_topic': '/bench_lab/task_state',
-    'velocity_scale': 1.0,
+    'velocity_scale': Param(1.0, 'fraction of the robot model\'s joint velocity limits the '
+                            'commands may use; takes effect at once', range=(0.01, 1.0),
+                            dynamic=True),
     'start_enabled': False,
     'expert_seed': 0,
     'lookahead_s': 1.0,
@@ -70,7 +72,7 @@ SOURCES = ('scripted', 'leader', 'twist', 'joy', 'keyboard')
 class TeleopNode(Node):
     def __init__(self):
         super().__init__('teleop')
-        self.p = declare_parameters(self, DEFAULTS)
+        self.p = declare_parameters(self, DEFAULTS, on_change=self._parameter_changed)
         if self.p.source not in SOURCES:
             raise ParameterConfigError(
                 f'teleop: source {self.p.source!r} unknown; choose one of {SOURCES}')
@@ -105,6 +107,13 @@ class TeleopNode(Node):
                                f'rate={self.p.rate_hz} Hz enabled={self.enabled}')
 
     # -- inputs -------------------------------------------------------------------------------
+    def _parameter_changed(self, name: str, value) -> None:
+        """A dynamic parameter set at run time (``ros2 param set /teleop velocity_scale 0.3``)."""
+        if name == 'velocity_scale':
+            self.shaper.max_velocity = np.asarray(self.robot.max_velocity, float) * float(value)
+            self.get_logger().info(f'velocity_scale {value:g}: joint velocity limits '
+                                   f'{np.round(self.shaper.max_velocity, 3).tolist()} rad/s')
+
     def _make_source(self):
         if self.p.source == 'leader':
             src = LeaderArmSource(self.robot)
