@@ -78,8 +78,10 @@ def test_params_files_only_use_parameters_the_nodes_declare():
         'twin.yaml': ('comsim_twin.nodes.twin_node', 'twin'),
         'policy.yaml': ('comsim_policy.nodes.policy_node', 'policy'),
     }
+    from comsim_core.ros.params import param_spec
     for fname, (module, node) in nodes.items():
-        defaults = importlib.import_module(module).DEFAULTS
+        defaults = {k: param_spec(v).default
+                    for k, v in importlib.import_module(module).DEFAULTS.items()}
         params = yaml.safe_load((ROOT / 'config' / fname).read_text())[node]['ros__parameters']
         unknown = set(params) - set(defaults) - {'use_sim_time'}
         assert not unknown, f'config/{fname}: unknown {unknown}'
