@@ -17,7 +17,6 @@ pseudo-real episodes) and ``neural_sim_gpu.json`` (steps, rates, losses, timings
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import time
@@ -31,7 +30,7 @@ from comsim_core.errors import UserError, cli_main
 from comsim_neural_sim.config import NeuralSimConfig
 from comsim_neural_sim.data.clips import PairedClip
 from comsim_neural_sim.sampling.pipeline import NeuralSimPipeline
-from comsim_neural_sim.sampling.translate import SimEpisode, translate_frames
+from comsim_neural_sim.sampling.translate import SimEpisode, config_hash, translate_frames
 from comsim_neural_sim.training.train import train
 
 CALIBRATION_STEPS = 20
@@ -95,12 +94,11 @@ def main(argv: list[str] | None = None) -> int:
                 for k, o in zip(group, outs, strict=True):
                     translated[k][1][topic] = o
     translate_s = time.monotonic() - t1
-    text = json.dumps(pipe.config.to_dict(), sort_keys=True, default=str)
     written = write_translations(args.out / 'translations.npz', translated, {
         'pixels': [h, w], 'cameras': meta['cameras'], 'command_topic': meta['command_topic'],
         'device': str(device), 'guidance': {'mode': 'composed', **weights},
         'sample_steps': args.sample_steps, 'seed': 0,
-        'config_hash': hashlib.sha256(text.encode()).hexdigest()[:16]}, args.max_mb)
+        'config_hash': config_hash(pipe)}, args.max_mb)
     frames = sum(len(o) for _, tr in translated for o in tr.values())
     result = {'pixels': [h, w], 'config': str(args.config), 'paired_clips': len(clips),
               'episodes': len(sims), 'frames': frames, 'steps': res.steps,

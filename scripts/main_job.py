@@ -202,13 +202,14 @@ def neural_sim_stage(out: Path, twin: dict, chosen: list[Path], cfg: ExperimentC
     from comsim_neural_sim.stage import neural_sim_stage as run_stage
 
     t0 = time.monotonic()
+    config = NeuralSimConfig.from_yaml(ROOT / cfg.neural_sim_config)
     ns = run_stage(out / 'neural_sim', Path(twin['paired']), Path(twin['sim']),
                    log=lambda m: log(f'[neural_sim] {m}'), train_steps=scale.neural_sim_steps,
-                   config=NeuralSimConfig.from_yaml(ROOT / cfg.neural_sim_config),
+                   config=config,
                    steps=cfg.neural_sim_sample_steps, episodes=chosen)
     return {'pseudo_real': str(ns.pseudo_real), 'checkpoint': str(out / 'neural_sim' /
                                                                    'checkpoint'),
-            'sim_detail': NeuralSimConfig.from_yaml(ROOT / cfg.neural_sim_config).sim_detail,
+            'sim_detail': config.sim_detail,
             'section': report.neural_sim_section(ns, out, time.monotonic() - t0)}
 
 

@@ -83,7 +83,7 @@ class BenchLabNode(Node):
                         if self.p.realism_profile else None)
         self.config = LabConfig.load(resolve_config_path(self.p.lab_config))
         task = self.config.tasks.get(self.p.task)
-        for name, allowed in (('camera_info', ['nominal', 'true']), ('region', list(REGIONS)),
+        for name, allowed in (('camera_info', ['nominal', 'true']),   # region: its Param's choices
                               ('task', sorted(self.config.tasks)),
                               ('variant', [''] + sorted(task.variants if task else {}))):
             if getattr(self.p, name) not in allowed:

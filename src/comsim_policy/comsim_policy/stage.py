@@ -182,8 +182,8 @@ def train_policy(name: str, task: str, specs: list[DataSpec], config: PolicyConf
 
 
 def _train_job(job: tuple) -> TrainedPolicy:
-    """``train_policy`` in a worker process (one torch thread), logging to its stdout."""
-    torch.set_num_threads(1)
+    """``train_policy`` in a worker process, logging to its stdout; its torch threads follow
+    ``OMP_NUM_THREADS``, which ``single_thread_cpu`` sets to 1 unless the user chose."""
     name, task, specs, config, out, label, resume = job
     return train_policy(name, task, specs, config, out, lambda s: print(s, flush=True), label,
                         resume)

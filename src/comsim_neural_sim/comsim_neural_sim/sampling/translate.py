@@ -3,6 +3,8 @@ translation that needs only torch (the GPU path runs it on packed arrays, withou
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,12 @@ class SimEpisode:
     images: dict[str, tuple[np.ndarray, np.ndarray]]
     actions: dict[str, np.ndarray]
     sidecar: dict[str, Any]
+
+
+def config_hash(pipe: NeuralSimPipeline) -> str:
+    """Short hash of the checkpoint config (architecture and action statistics)."""
+    text = json.dumps(pipe.config.to_dict(), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 SIM_MODES = ('composed', 'joint', 'sim')     # the guidance modes that see the sim video

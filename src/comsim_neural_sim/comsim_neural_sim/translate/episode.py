@@ -9,8 +9,6 @@ resumes by skipping finished episodes and redoing only the unfinished one.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
 import time
@@ -27,7 +25,7 @@ from comsim_core.episodes.sidecar import read_sidecar, write_sidecar
 
 from ..errors import MissingStreamError, NeuralSimError
 from ..sampling.pipeline import NeuralSimPipeline
-from ..sampling.translate import SIM_MODES, SimEpisode, translate_frames
+from ..sampling.translate import SIM_MODES, SimEpisode, config_hash, translate_frames
 
 IMAGE = 'sensor_msgs/msg/Image'
 Log = Callable[[str], None]
@@ -75,12 +73,6 @@ def read_sim_episode(path: str | Path, command_topic: str, joint_topic: str = '/
                                         None if cmds is None else cmds.position, js.t_ns,
                                         js.position)
     return SimEpisode(path, images, actions, read_sidecar(path) or {})
-
-
-def config_hash(pipe: NeuralSimPipeline) -> str:
-    """Short hash of the checkpoint config (architecture and action statistics)."""
-    text = json.dumps(pipe.config.to_dict(), sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def checkpoint_provenance(pipe: NeuralSimPipeline, checkpoint: str | Path | None,
