@@ -5,10 +5,12 @@ model.safetensors, normaliser stats inside), small enough that the real `PolicyR
 and predicts in milliseconds on a CPU. Two variants break it the ways a trained policy can:
 `nan=True` sets the UNet's output bias to NaN in the safetensors (every action is NaN), and
 `action_range` widens the action normaliser so denormalised actions land far outside the
-robot's joint limits.
+robot's joint limits. `StallingRunner` is the real runner with one prediction made slow.
 """
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +21,7 @@ from safetensors.torch import save_file
 from comsim_core.robot.model import RobotModel
 from comsim_policy.checkpoint import WEIGHTS, save_pretrained
 from comsim_policy.config import ModelConfig, PolicyConfig, SchedulerConfig
+from comsim_policy.inference import PolicyRunner
 from comsim_policy.model.policy import DiffusionPolicyModel
 from comsim_policy.normalizer import PolicyNormalizer
 
@@ -58,3 +61,17 @@ def write_checkpoint(path: Path, cameras, size, nan: bool = False,
         tensors[OUTPUT_BIAS] = torch.full_like(tensors[OUTPUT_BIAS], float('nan'))
         save_file(tensors, str(weights), metadata=metadata)
     return path
+
+
+class StallingRunner(PolicyRunner):
+    """The real `PolicyRunner` whose `STALL_CALL`-th prediction (1 = the warm-up) sleeps
+    `STALL_S` seconds first, set through the environment (the policy node loads it by its
+    `runner_class` parameter in another process): a hung GPU or worker thread."""
+
+    calls = 0
+
+    def predict(self, images, state):
+        StallingRunner.calls += 1
+        if StallingRunner.calls == int(os.environ.get('COMSIM_TEST_STALL_CALL', '0')):
+            time.sleep(float(os.environ.get('COMSIM_TEST_STALL_S', '0')))
+        return super().predict(images, state)

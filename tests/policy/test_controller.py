@@ -214,3 +214,31 @@ def test_diagnostics_report_the_counters(checkpoints):
     assert values['chunks'] == '1' and values['dropped_actions'] == '1'
     assert float(values['inference_latency_ms_median']) > 0
     assert values['target_control_rate_hz'] == '10' and values['withheld_commands'] == '0'
+
+
+def test_a_stalled_prediction_holds_and_its_late_chunk_is_dropped(checkpoints):
+    ctl = running(checkpoints['wide'])
+    ctl.inference_timeout_s = 1.0
+    feed(ctl, 10.0)
+    late = ctl.request(10.0)            # out, and not back for 1.5 s
+    feed(ctl, 10.5)
+    assert ctl.update(10.5) is None     # within the limit: nothing to say
+    feed(ctl, 11.1)
+    hold = ctl.update(11.1)
+    assert isinstance(hold, Hold) and hold.reason == HoldReason.INFERENCE_STALLED
+    assert 'inference stalled' in hold.text and ctl.state == State.HOLDING
+    assert ctl.update(11.2) is None and ctl.stalls == 1  # one hold, not one per tick
+    assert ctl.request(11.2) is None    # the worker is still busy
+    assert ctl.diagnostics(11.5)['inference_stalls'] == '1'
+    assert ctl.accept(ctl.predict(late), 11.5) is None  # late: dropped, not sent
+    feed(ctl, 11.6)
+    assert isinstance(step(ctl, 11.6)[-1], Command) and ctl.state == State.RUNNING
+
+
+def test_a_zero_inference_timeout_never_holds(checkpoints):
+    ctl = running(checkpoints['wide'])
+    ctl.inference_timeout_s = 0.0
+    feed(ctl, 10.0)
+    assert ctl.request(10.0) is not None
+    feed(ctl, 20.0)
+    assert ctl.update(20.0) is None and ctl.stalls == 0

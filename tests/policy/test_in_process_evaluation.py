@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +21,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from comsim_bench_lab.sim_env import BenchLabEnvironment
 from comsim_core.episodes.reader import Episode
-from comsim_core.robot.model import RobotModel
+from comsim_core.robot.model import DEFAULT_ARM_PATH, RobotModel
 from comsim_core.ros.messages import IMAGE_QOS, SENSOR_QOS, image_msg
 from comsim_policy.evaluation.cli import main
 from comsim_policy.evaluation.in_process import (
@@ -190,7 +192,13 @@ def test_in_process_controller_sends_the_dds_nodes_first_chunk(ros_node, spin_un
     size = (24, 32)
     cams = ['/test_cams/front/image_raw', '/test_cams/side/image_raw']
     ckpt = write_checkpoint(tmp_path / 'ckpt', cams, size)
-    proc = start_policy(tmp_path, ckpt, velocity_scale=1e6)
+    # The arm with velocity limits that never bind: the clamp starts from the time a chunk
+    # arrives, which differs between the two paths; the chunks themselves must not.
+    fast_arm = tmp_path / 'fast_arm.xml'
+    fast_arm.write_text(re.sub(r'(name="comsim_max_velocity" data=")[^"]*',
+                               r'\g<1>' + ' '.join(['1e6'] * 7),
+                               Path(DEFAULT_ARM_PATH).read_text()))
+    proc = start_policy(tmp_path, ckpt, robot_model=str(fast_arm))
     rng = np.random.default_rng(0)
     images = {c: rng.integers(0, 255, (*size, 3), dtype=np.uint8) for c in cams}
     robot = RobotModel.load()
@@ -230,7 +238,7 @@ def test_in_process_controller_sends_the_dds_nodes_first_chunk(ros_node, spin_un
     offset = dds.points[0].time_from_start.sec + dds.points[0].time_from_start.nanosec * 1e-9
 
     runner = PolicyRunner.load(ckpt, device='cpu')
-    ctl = build_controller(runner, {'velocity_scale': 1e6}, 0.5)
+    ctl = build_controller(runner, {'robot_model': str(fast_arm)}, 0.5)
     ctl.check_robot(robot.joint_names, {c: size for c in cams})
     t = time.time()
     for k in range(3):

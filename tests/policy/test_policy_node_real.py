@@ -47,6 +47,16 @@ def policy_proc():
     stop_all(procs)
 
 
+def state_of(arm, proc, **received) -> str:
+    """What the test saw, for a failure message: the node's log, its last status and
+    /diagnostics, and how many messages of each kind arrived (a node that runs but whose
+    messages never arrive reads differently from one that never ran)."""
+    diag = diag_values(arm.diag[-1]) if arm.diag else None
+    counts = {k: len(v) for k, v in received.items()}
+    return (f'status {arm.status}; {len(arm.got)} arm commands, {counts}; {len(arm.diag)} '
+            f'diagnostics, last {diag}; node log:\n{proc.log_path.read_text()}')
+
+
 def enable(arm, spin_until, on=True) -> float:
     """Call ~/enable; the time the reply came."""
     resp = arm.call(spin_until, SetBool, '/policy/enable', SetBool.Request(data=on))
@@ -260,7 +270,7 @@ def test_dry_run_sends_nothing_to_the_arm(ros_node, spin_until, tmp_path, policy
     dry = []
     ros_node.create_subscription(Float64MultiArray, '/policy/dry_run_commands', dry.append, 50)
     assert arm.run(spin_until, 60, lambda: len(dry) >= 10 and
-                   arm.status.get('state') == 'running'), proc.log_path.read_text()
+                   arm.status.get('state') == 'running'), state_of(arm, proc, dry=dry)
     assert arm.status['dry_run'] is True
     assert arm.run(spin_until, 3, lambda: arm.diag and
                    diag_values(arm.diag[-1])['dry_run'] == 'True')
@@ -275,4 +285,30 @@ def test_dry_run_sends_nothing_to_the_arm(ros_node, spin_until, tmp_path, policy
     np.testing.assert_allclose(dry[-1].data, robot.home, atol=1e-9)
     assert arm.got == []
     assert ros_node.count_publishers(forward) == 0
+    assert_alive(proc)
+
+
+def test_a_stalled_inference_holds_the_arm_and_the_node_recovers(ros_node, spin_until, tmp_path,
+                                                                 policy_proc, monkeypatch):
+    """The real runner, its 4th prediction (3rd after the warm-up) hung for 3 s: the node holds
+    within the timeout, says why, drops the late chunk and runs again."""
+    robot = RobotModel.load()
+    ckpt = write_checkpoint(tmp_path / 'ckpt', CAMS, SIZE)
+    monkeypatch.setenv('COMSIM_TEST_STALL_CALL', '4')
+    monkeypatch.setenv('COMSIM_TEST_STALL_S', '3.0')
+    proc = start_policy(tmp_path, ckpt, stale_after_s=STALE_S, start_enabled=True,
+                        runner_class='real_checkpoint:StallingRunner', inference_timeout_s=1.0,
+                        diagnostics_period_s=0.2)
+    policy_proc.append(proc)
+    arm = FakeRobot(ros_node, robot.home)
+    assert arm.run(spin_until, 60, lambda: holds(arm.got)), state_of(arm, proc)
+    k = next(i for i, m in enumerate(arm.got) if is_hold(m))
+    assert len(trajectories(arm.got[:k])) >= 2, state_of(arm, proc)  # it ran before the stall
+    assert arm.run(spin_until, 3, lambda: arm.status.get('state') == 'holding')
+    assert 'inference stalled' in arm.status['reason'], arm.status
+    wait_diag(arm, spin_until, arm.recv_times[k], DiagnosticStatus.WARN, 'inference stalled')
+    assert diag_values(arm.diag[-1])['inference_stalls'] == '1'
+    # The stalled prediction returns ~2 s later; the next chunk ends the hold.
+    wait_running(arm, spin_until, proc, k + 1)
+    assert 'inference stalled' in proc.log_path.read_text()
     assert_alive(proc)

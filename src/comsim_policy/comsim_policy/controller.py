@@ -95,19 +95,25 @@ class PolicyController:
     """
 
     def __init__(self, runner: Runner, shaper: CommandShaper, stale_after_s: float,
-                 inference_period: float = 0.0, stream: bool = False):
+                 inference_period: float = 0.0, stream: bool = False,
+                 inference_timeout_s: float = 2.0):
         cfg = runner.config
         self.runner = runner
         self.joint_names = list(cfg.joint_names)
         self.cameras = list(cfg.camera_topics)
         self.period = 1.0 / float(cfg.control_hz)
         self.stream = stream
+        # A prediction out longer than this holds the arm (a hung GPU or a stuck worker
+        # thread): the chunk it would have replaced ran out long ago. 0 = never.
+        self.inference_timeout_s = float(inference_timeout_s)
         self.safety = SafetyMonitor(shaper, stale_after_s)
         self.history = ObservationHistory(self.cameras, int(cfg.n_obs_steps), self.period)
         self.scheduler = ChunkScheduler(int(cfg.n_obs_steps), int(cfg.n_action_steps),
                                         self.period, inference_period)
         self.checked = False           # the robot matches the checkpoint: may run
         self.busy = False              # a prediction is out
+        self.t_request = 0.0           # when it was asked for
+        self.stalls = 0                # predictions that overran inference_timeout_s
         self.generation = 0            # bumped by every new episode or hold: late results ignored
         self.sent: tuple[np.ndarray, np.ndarray] | None = None  # published (times, targets)
         self.forward_index = -1
@@ -214,6 +220,14 @@ class PolicyController:
             if was_observation_hold:
                 return None
             return self._drop_chunk_and_hold(self.safety.hold_kind, self.safety.hold_reason)
+        if self.busy and self.inference_timeout_s > 0 \
+                and now - self.t_request > self.inference_timeout_s \
+                and self.safety.hold_kind != HoldReason.INFERENCE_STALLED:
+            self.stalls += 1
+            text = (f'inference stalled: no chunk {now - self.t_request:.1f} s after the '
+                    f'request (limit {self.inference_timeout_s:g} s)')
+            self.safety.hold(text, HoldReason.INFERENCE_STALLED)
+            return self._drop_chunk_and_hold(HoldReason.INFERENCE_STALLED, text)
         target = self.scheduler.advance(now)
         if self.stream and target is not None and self.safety.may_move:
             index = self.scheduler.chunk.executed
@@ -228,6 +242,7 @@ class PolicyController:
                 or not self.history.ready() or not self.scheduler.should_request(now):
             return None
         self.busy = True
+        self.t_request = now
         self.scheduler.note_request(now)
         return Request(self.history.observation(), self.generation, now)
 
@@ -331,7 +346,9 @@ class PolicyController:
             'chunks': str(self.chunks), 'dropped_actions': str(self.dropped),
             'nan_chunks': str(self.safety.nan_chunks),
             'clamped_actions': str(self.safety.clamped_actions),
-            'withheld_commands': str(self.withheld)}
+            'withheld_commands': str(self.withheld),
+            'inference_stalls': str(self.stalls),
+            'inference_out_s': f'{now - self.t_request:.2f}' if self.busy else '0'}
 
 
 # -- building one -----------------------------------------------------------------------------
@@ -354,10 +371,12 @@ def load_runner_class(path: str):
 
 def build_controller(runner: Runner, *, robot_model: str = '', velocity_scale: float = 1.0,
                      stale_after_s: float, inference_rate_hz: float = 0.0,
-                     output: str = 'trajectory') -> PolicyController:
+                     output: str = 'trajectory',
+                     inference_timeout_s: float = 2.0) -> PolicyController:
     """The controller for ``runner`` from the deploy parameters: the robot's limits in the
     policy's joint order (a policy may name a subset), the velocity scale, the inference rate
-    (0: just in time) and the output (``forward`` streams one row per control period)."""
+    (0: just in time), the output (``forward`` streams one row per control period) and how
+    long a prediction may take before the arm holds."""
     if output not in OUTPUTS:
         raise ControllerSetupError(f"output must be 'trajectory' or 'forward', got {output!r}")
     robot = RobotModel.load(robot_model or None)
@@ -372,4 +391,5 @@ def build_controller(runner: Runner, *, robot_model: str = '', velocity_scale: f
                            float(velocity_scale))
     rate = float(inference_rate_hz)
     return PolicyController(runner, shaper, float(stale_after_s), 1.0 / rate if rate > 0 else 0.0,
-                            stream=output == 'forward')
+                            stream=output == 'forward',
+                            inference_timeout_s=float(inference_timeout_s))

@@ -36,6 +36,7 @@ class HoldReason(Enum):
     NAN_OUTPUT = 'nan_output'
     BAD_OUTPUT = 'bad_output'
     INFERENCE_FAILED = 'inference_failed'
+    INFERENCE_STALLED = 'inference_stalled'
 
     @property
     def observation(self) -> bool:

@@ -76,7 +76,8 @@ def build_controller(runner, policy: dict[str, Any], stale_after_s: float) -> Po
             runner, robot_model=policy.get('robot_model', ''),
             velocity_scale=float(policy.get('velocity_scale', 1.0)), stale_after_s=stale_after_s,
             inference_rate_hz=float(policy.get('inference_rate_hz', 0.0)),
-            output=policy.get('output', 'trajectory'))
+            output=policy.get('output', 'trajectory'),
+            inference_timeout_s=float(policy.get('inference_timeout_s', 2.0)))
     except controller.ControllerSetupError as exc:
         raise UserError(f'evaluation: policy {exc}') from exc
 

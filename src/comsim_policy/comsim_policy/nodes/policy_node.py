@@ -43,7 +43,7 @@ from comsim_core.ros.messages import (
     time_to_sec,
     trajectory_msg,
 )
-from comsim_core.ros.params import declare_parameters
+from comsim_core.ros.params import Param, declare_parameters
 from comsim_core.ros.run import NodeStartupError, run_node
 from comsim_policy.controller import (
     OUTPUTS,
@@ -58,21 +58,35 @@ from comsim_policy.controller import (
 from comsim_policy.safety import HoldReason, State
 
 DEFAULTS = {
-    'checkpoint': '',
-    'device': '',                       # '' = the runner's choice (GPU when there is one)
-    'runner_class': 'comsim_policy.inference:PolicyRunner',
-    'robot_model': '',
-    'output': 'trajectory',             # trajectory | forward
-    'trajectory_topic': '/joint_trajectory_controller/joint_trajectory',
-    'forward_topic': '/forward_position_controller/commands',
-    'joint_states_topic': '/joint_states',
-    'inference_rate_hz': 0.0,           # 0 = ask for the next chunk just in time
-    'stale_after_s': 0.5,
-    'velocity_scale': 1.0,
-    'dry_run': False,
-    'start_enabled': False,
-    'startup_timeout_s': 60.0,
-    'diagnostics_period_s': 1.0,
+    'checkpoint': Param('', 'checkpoint directory (config.yaml + model.safetensors)'),
+    'device': Param('', "torch device; '' = the runner's choice (cuda when present, else cpu)"),
+    'runner_class': Param('comsim_policy.inference:PolicyRunner',
+                          'module:Class that loads the checkpoint and predicts chunks'),
+    'robot_model': Param('', "robot model giving joint and velocity limits; '' = the ComSim "
+                         'arm'),
+    'output': Param('trajectory', 'trajectory: one JointTrajectory per chunk; forward: one '
+                    'Float64MultiArray per control period', choices=OUTPUTS),
+    'trajectory_topic': Param('/joint_trajectory_controller/joint_trajectory',
+                              'where output=trajectory sends chunks'),
+    'forward_topic': Param('/forward_position_controller/commands',
+                           'where output=forward sends positions'),
+    'joint_states_topic': Param('/joint_states', 'the arm driver\'s sensor_msgs/JointState'),
+    'inference_rate_hz': Param(0.0, '0 = ask for the next chunk just in time; > 0 = at this '
+                               'fixed rate', range=(0.0, 100.0)),
+    'inference_timeout_s': Param(2.0, 'a prediction out longer than this holds the arm until '
+                                 'a chunk comes (0 = never)', range=(0.0, 60.0)),
+    'stale_after_s': Param(0.5, 'an image or joint state older than this holds the arm',
+                           range=(0.01, 10.0)),
+    'velocity_scale': Param(1.0, "fraction of the robot model's joint velocity limits",
+                            range=(0.01, 1.0)),
+    'dry_run': Param(False, 'send nothing to the arm; publish the commands on '
+                     '~/dry_run_commands'),
+    'start_enabled': Param(False, 'move as soon as the robot matches the checkpoint (else '
+                           'call ~/enable)'),
+    'startup_timeout_s': Param(60.0, 'wall seconds to wait for joint states and every camera',
+                               range=(1.0, 3600.0)),
+    'diagnostics_period_s': Param(1.0, 'wall seconds between /diagnostics messages',
+                                  range=(0.05, 60.0)),
 }
 
 
@@ -84,8 +98,6 @@ class PolicyNode(Node):
     def __init__(self):
         super().__init__('policy')
         self.p = declare_parameters(self, DEFAULTS)
-        if self.p.output not in OUTPUTS:
-            raise PolicyStartupError("policy: output must be 'trajectory' or 'forward'")
         if not self.p.checkpoint:
             raise PolicyStartupError('policy: parameter checkpoint is empty (a checkpoint dir)')
         try:
@@ -107,7 +119,8 @@ class PolicyNode(Node):
             self.ctl = build_controller(
                 runner, robot_model=self.p.robot_model, velocity_scale=self.p.velocity_scale,
                 stale_after_s=self.p.stale_after_s,
-                inference_rate_hz=self.p.inference_rate_hz, output=self.p.output)
+                inference_rate_hz=self.p.inference_rate_hz, output=self.p.output,
+                inference_timeout_s=self.p.inference_timeout_s)
         except ControllerSetupError as exc:
             raise PolicyStartupError(f'policy: {exc}') from exc
         try:
