@@ -29,7 +29,8 @@ want="$(cat "$ROOT/requirements/lock.txt" "$ROOT"/src/*/setup.py | sha256sum | c
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "$VENV/bin/python" -m pip install -q --upgrade pip
   "$VENV/bin/python" -m pip install -q -r "$ROOT/requirements/lock.txt"
-  for pkg in comsim_core comsim_teleop comsim_bench_lab comsim_twin comsim_neural_sim comsim_policy; do
+  for pkg in comsim_core comsim_teleop comsim_bench_lab comsim_twin comsim_neural_sim comsim_policy \
+             comsim_bringup; do
     "$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation -e "$ROOT/src/$pkg"
   done
   echo "$want" > "$stamp"

@@ -58,7 +58,8 @@ def test_every_shipped_params_file_has_its_nodes_section(launch):
     from comsim_core.ros.graph import graph_from_launch, load_launch_module
 
     path = repo_root() / 'launch' / f'{launch}.launch.py'
-    every_node = dict.fromkeys(getattr(load_launch_module(path), 'ARGUMENTS', {}), 'true')
+    every_node = {k: 'true' for k, (d, _) in load_launch_module(path).ARGUMENTS.items()
+                  if d in ('true', 'false') or d.startswith('$(var')}
     for spec in graph_from_launch(path, every_node):
         for params in spec.params:
             assert ParamsFile(str(params)).section_for(f'/{spec.name}') is not None, params

@@ -10,7 +10,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CORE = 'comsim_core'
 STAGES = ['comsim_teleop', 'comsim_twin', 'comsim_neural_sim', 'comsim_policy']
 LAB = 'comsim_bench_lab'
-ALLOWED = {CORE: set(), LAB: {CORE}, **{stage: {CORE} for stage in STAGES}}
+BRINGUP = 'comsim_bringup'   # launch files and configs; its module asks comsim_core.paths
+ALLOWED = {CORE: set(), LAB: {CORE}, BRINGUP: {CORE}, **{stage: {CORE} for stage in STAGES}}
 
 
 def comsim_imports(path: Path) -> set[tuple[str, int]]:

@@ -13,8 +13,14 @@ from comsim_core.ros.graph import graph_from_launch, load_launch_module
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ['comsim_bench_lab', 'comsim_core', 'comsim_teleop', 'comsim_twin', 'comsim_neural_sim',
-            'comsim_policy']
+            'comsim_policy', 'comsim_bringup']
 LAUNCH_FILES = sorted((ROOT / 'launch').glob('*.launch.py'))
+
+
+def every_node(module) -> dict[str, str]:
+    """Every on/off launch argument on, so the graph has all its nodes."""
+    return {k: 'true' for k, (default, _) in getattr(module, 'ARGUMENTS', {}).items()
+            if default in ('true', 'false') or default.startswith('$(var')}
 
 
 def console_scripts():
@@ -56,8 +62,7 @@ def test_every_console_script_points_at_a_callable():
 def test_launch_file_names_existing_executables_and_params(launch_file):
     module = load_launch_module(launch_file)
     scripts = console_scripts()
-    all_args = {k: 'true' for k in getattr(module, 'ARGUMENTS', {})}
-    for spec in graph_from_launch(launch_file, all_args):
+    for spec in graph_from_launch(launch_file, every_node(module)):
         assert spec.executable in scripts, f'{spec.executable} is not an installed executable'
         assert scripts[spec.executable].value.split('.')[0] == spec.package, \
             f'{spec.executable} does not belong to package {spec.package}'

@@ -5,10 +5,16 @@ same description: each node becomes a child process with its params file, stoppe
 SIGINT (then SIGTERM, then SIGKILL) so recorders close their episodes cleanly.
 
     comsim-launch launch/record.launch.py [ARG:=VALUE ...] [--set NODE.PARAM:=VALUE ...]
+    comsim-launch record.launch.py ...       # a shipped launch file, found like its configs
+
+`build_graph` is the one reading of a launch file's `NODES` and arguments: `comsim-launch` runs
+its specs as processes and, under `ros2 launch`, `launch_description` turns the same specs into
+launch_ros Nodes, so both apply `namespace`, `params_file` and the rest alike.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import os
 import re
@@ -16,17 +22,28 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from comsim_core.errors import EXIT_USAGE, UserError, cli_main
+from comsim_core.paths import launch_file
 
 
-def find_executable(name: str) -> str | None:
-    """A console script of this Python's environment first (a venv need not be activated)."""
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get('PATH', '')])
-    return shutil.which(name, path=path)
+def find_executable(name: str, package: str | None = None) -> str | None:
+    """Where `ros2 run package name` looks (lib/<package> of a sourced ROS install), else a
+    console script of this Python's environment (a venv need not be activated), else PATH."""
+    dirs = [str(Path(sys.executable).parent), os.environ.get('PATH', '')]
+    if package is not None:
+        try:
+            from ament_index_python.packages import get_package_prefix  # noqa: PLC0415
+
+            dirs.insert(0, str(Path(get_package_prefix(package)) / 'lib' / package))
+        except (ImportError, LookupError, OSError, ValueError):
+            pass   # not a ROS install, or the package is not in it
+    return shutil.which(name, path=os.pathsep.join(dirs))
 
 
 @dataclass
@@ -36,23 +53,32 @@ class NodeSpec:
     name: str
     params: list[Path]
     overrides: dict[str, str] = field(default_factory=dict)
+    namespace: str = ''           # '' or an absolute namespace such as /arm1
+
+    def ros_args(self) -> list[str]:
+        args = ['--ros-args', '-r', f'__node:={self.name}']
+        if self.namespace:
+            args += ['-r', f'__ns:={self.namespace}']
+        for p in self.params:
+            args += ['--params-file', str(p)]
+        for key, value in self.overrides.items():
+            args += ['-p', f'{key}:={value}']
+        return args
 
     def command(self) -> list[str]:
-        exe = find_executable(self.executable)
+        exe = find_executable(self.executable, self.package)
         if exe is None:
             raise UserError(
                 f'executable {self.executable!r} of package {self.package!r} not found on PATH; '
                 f'install the workspace (scripts/setup.sh) or source install/setup.bash')
-        cmd = [exe, '--ros-args', '-r', f'__node:={self.name}']
-        for p in self.params:
-            cmd += ['--params-file', str(p)]
-        for key, value in self.overrides.items():
-            cmd += ['-p', f'{key}:={value}']
-        return cmd
+        return [exe, *self.ros_args()]
 
 
 def load_launch_module(path: str | os.PathLike):
-    path = Path(path).resolve()
+    given = Path(path)
+    if not given.exists() and given.name == str(path):   # a bare name: a shipped launch file
+        given = launch_file(given.name)
+    path = given.resolve()
     if not path.exists():
         raise UserError(f'launch file {path} not found')
     spec = importlib.util.spec_from_file_location(path.stem.replace('.', '_'), path)
@@ -67,11 +93,27 @@ def load_launch_module(path: str | os.PathLike):
 # A launch argument's default may name another argument, as the launch frontend writes it:
 # `use_sim_time` defaults to `$(var bench_lab)` (sim time exactly when the bench lab runs).
 _REFERENCE = re.compile(r'^\$\(var (\w+)\)$')
+_NAMESPACE = re.compile(r'(/[A-Za-z_][A-Za-z0-9_]*)+')
+
+# Arguments every launch file declares; build_graph applies them to every node of the graph.
+COMMON_ARGUMENTS = {
+    'namespace': ('', 'put every node under this namespace (arm1: /arm1/teleop and its '
+                      '~/ services); topic parameters that are absolute stay as they are'),
+    'params_file': ('', 'a params file of yours, read after the shipped one by every node it '
+                        'has a section for (its values win)'),
+}
+# Arguments naming a file or folder: checked to exist, passed on as absolute paths.
+PATH_ARGUMENTS = ('params_file', 'checkpoint', 'robot_description')
 
 
 def declared_arguments(module, path) -> dict[str, tuple[str, str]]:
     """A launch file's ``ARGUMENTS``: name -> (default, description), checked."""
     declared = dict(getattr(module, 'ARGUMENTS', {}))
+    check_arguments(declared, path)
+    return declared
+
+
+def check_arguments(declared: dict, path) -> None:
     for name, entry in declared.items():
         if not (isinstance(entry, tuple) and len(entry) == 2
                 and all(isinstance(x, str) for x in entry) and entry[1]):
@@ -81,7 +123,6 @@ def declared_arguments(module, path) -> dict[str, tuple[str, str]]:
         if ref and ref.group(1) not in declared:
             raise UserError(f'{path}: ARGUMENTS[{name!r}] defaults to the unknown argument '
                             f'{ref.group(1)!r}')
-    return declared
 
 
 def resolve_arguments(declared: dict[str, tuple[str, str]], given: dict[str, str]
@@ -98,63 +139,158 @@ def resolve_arguments(declared: dict[str, tuple[str, str]], given: dict[str, str
 
 def graph_from_launch(path, arguments: dict[str, str] | None = None,
                       overrides: dict[str, dict[str, str]] | None = None) -> list[NodeSpec]:
-    """Node specs of a launch file, with launch arguments and per-node parameter overrides.
-    A ``use_sim_time`` argument becomes every node's parameter (``--set`` wins)."""
+    """Node specs of a launch file, with launch arguments and per-node parameter overrides."""
     module = load_launch_module(path)
-    declared = declared_arguments(module, path)
+    return build_graph(module.NODES, Path(module.CONFIG), declared_arguments(module, path),
+                       arguments, overrides, where=path)
+
+
+def build_graph(nodes: list[dict], config: Path, declared: dict[str, tuple[str, str]],
+                arguments: dict[str, str] | None = None,
+                overrides: dict[str, dict[str, str]] | None = None,
+                where='launch file') -> list[NodeSpec]:
+    """Node specs from a launch file's parts. Launch arguments apply as `ros2 launch` would:
+    ``use_sim_time`` and ``namespace`` on every node, ``params_file`` after each node's own
+    params file, a node's ``from_arguments`` {parameter: argument} when the argument is not
+    empty; ``--set`` overrides (`overrides`) win over all of them."""
     unknown = set(arguments or {}) - set(declared)
     if unknown:
-        raise UserError(f'{path}: unknown launch argument(s) {", ".join(sorted(unknown))}; '
+        raise UserError(f'{where}: unknown launch argument(s) {", ".join(sorted(unknown))}; '
                         f'known: {", ".join(sorted(declared))}')
     args = resolve_arguments(declared, dict(arguments or {}))
+    for name in PATH_ARGUMENTS:
+        if args.get(name):
+            args[name] = str(_existing_path(name, args[name]))
+    namespace = _namespace(args.get('namespace', ''))
+    user_params = _params_file(args['params_file']) if args.get('params_file') else None
     overrides = overrides or {}
     specs = []
-    for node in module.NODES:
+    for node in nodes:
         condition = node.get('condition')
         if condition and str(args[condition]).lower() not in ('true', '1', 'yes'):
             continue
-        params = [Path(module.CONFIG) / p for p in node['params']]
-        node_overrides = dict(overrides.get(node['name'], {}))
+        name = node['name']
+        fqn = f'{namespace}/{name}'
+        params = [Path(config) / p for p in node['params']]
+        if user_params is not None and (user_params.section_for(f'/{name}') is not None
+                                        or user_params.section_for(fqn) is not None):
+            params.append(Path(user_params.path))
+        if namespace:
+            params = [namespaced_params(p, name, fqn) for p in params]
+        node_overrides = dict(overrides.get(name, {}))
         if 'use_sim_time' in args:
             node_overrides.setdefault('use_sim_time', args['use_sim_time'])
-        specs.append(NodeSpec(node['package'], node['executable'], node['name'], params,
-                              node_overrides))
+        for param, argument in node.get('from_arguments', {}).items():
+            if argument not in args:
+                raise UserError(f'{where}: node {name!r} takes {param!r} from the undeclared '
+                                f'launch argument {argument!r}')
+            if args[argument]:
+                node_overrides.setdefault(param, args[argument])
+        specs.append(NodeSpec(node['package'], node['executable'], name, params,
+                              node_overrides, namespace))
     names = {s.name for s in specs}
     bad = set(overrides) - names
     if bad:
         raise UserError(f'--set for node(s) not in the graph: {", ".join(sorted(bad))}; '
                         f'nodes: {", ".join(sorted(names))}')
+    if user_params is not None and not any(
+            user_params.section_for(f'/{s.name}') is not None
+            or user_params.section_for(f'{namespace}/{s.name}') is not None for s in specs):
+        found = ', '.join(repr(k) for k in user_params.sections) or 'none'
+        raise UserError(f'params_file {user_params.path}: no section for any node of this '
+                        f'graph ({", ".join(sorted(names))}); sections found: {found}')
     return specs
+
+
+def _existing_path(argument: str, value: str) -> Path:
+    path = Path(value).expanduser()
+    if not path.exists():
+        raise UserError(f'launch argument {argument}:={value}: {path.resolve()} does not exist')
+    return path.resolve()
+
+
+def _namespace(value: str) -> str:
+    """'' or the absolute form of a ROS namespace (arm1 -> /arm1)."""
+    ns = ('/' + value.strip('/')) if value.strip('/') else ''
+    if ns and not _NAMESPACE.fullmatch(ns):
+        raise UserError(f'launch argument namespace:={value}: a namespace is names of '
+                        f'letters, digits and _ joined by /, none starting with a digit '
+                        f'(e.g. arm1, lab/arm1)')
+    return ns
+
+
+def _params_file(value: str):
+    from comsim_core.ros.params import ParamsFile  # noqa: PLC0415 (imports rclpy)
+
+    return ParamsFile(value)
+
+
+def namespaced_params(path: Path, name: str, fqn: str) -> Path:
+    """A copy of params file `path` with what applies to node `name` keyed by its namespaced
+    name `fqn`: rcl applies a ``name:`` section only to the node outside any namespace (nav2
+    rewrites its params files the same way). A file with no section for the node is returned
+    as is, so the node names what is missing."""
+    import yaml  # noqa: PLC0415
+
+    from comsim_core.ros.params import ParamsFile  # noqa: PLC0415 (imports rclpy)
+
+    pf = ParamsFile(str(path))
+    plain, own = pf.section_for(f'/{name}'), pf.section_for(fqn)
+    if plain is None and own is None:
+        return path
+    doc = {fqn: {'ros__parameters': _nest({**(plain or {}), **(own or {})})}}
+    text = (f'# {path}: the parameters of {name} for {fqn}, written by comsim-launch\n'
+            + yaml.safe_dump(doc, sort_keys=False))
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    out = (Path(tempfile.gettempdir()) / f'comsim-launch-{os.getuid()}'
+           / f'{path.stem}.{fqn.strip("/").replace("/", ".")}.{digest}.yaml')
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f'{out.name}.{os.getpid()}.tmp')
+        tmp.write_text(text, encoding='utf8')
+        os.replace(tmp, out)
+    return out
+
+
+def _nest(flat: dict) -> dict:
+    """{'a.b': 1} -> {'a': {'b': 1}}: a params file's nesting back from ParamsFile's keys."""
+    out: dict = {}
+    for key, value in flat.items():
+        *parents, leaf = key.split('.')
+        d = out
+        for p in parents:
+            d = d.setdefault(p, {})
+        d[leaf] = value
+    return out
 
 
 def launch_description(nodes: list[dict], config: Path,
                        arguments: dict[str, tuple[str, str]]):
-    """The `ros2 launch` form of a launch file's `NODES`: one launch_ros Node per entry, each
-    with its params files, ``use_sim_time`` from its launch argument and an optional
-    launch-argument condition. Imports `launch` here because it exists only on ROS installs."""
-    from launch import LaunchDescription
-    from launch.actions import DeclareLaunchArgument
-    from launch.conditions import IfCondition
-    from launch.substitutions import LaunchConfiguration
-    from launch_ros.actions import Node
-    from launch_ros.parameter_descriptions import ParameterValue
+    """The `ros2 launch` form of a launch file: its arguments declared with their descriptions,
+    then, once their values are known, one launch_ros Node per spec of `build_graph`, the
+    function `comsim-launch` runs. Imports `launch` here: it exists only on ROS installs."""
+    from launch import LaunchDescription  # noqa: PLC0415
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction  # noqa: PLC0415
+    from launch.substitutions import LaunchConfiguration  # noqa: PLC0415
+    from launch_ros.actions import Node  # noqa: PLC0415
 
-    actions = []
+    check_arguments(arguments, 'launch file')
+
+    def start(context):
+        values = {name: LaunchConfiguration(name).perform(context) for name in arguments}
+        return [Node(package=s.package, executable=s.executable, name=s.name,
+                     namespace=s.namespace or None,
+                     parameters=[*map(str, s.params), *([s.overrides] if s.overrides else [])],
+                     output='screen', emulate_tty=True)
+                for s in build_graph(nodes, config, arguments, values)]
+
+    actions: list = []
     for name, (default, description) in arguments.items():
         ref = _REFERENCE.match(default)
         actions.append(DeclareLaunchArgument(
             name, default_value=LaunchConfiguration(ref.group(1)) if ref else default,
             description=description))
-    for spec in nodes:
-        condition = spec.get('condition')
-        params: list = [str(Path(config) / p) for p in spec['params']]
-        if 'use_sim_time' in arguments:
-            params.append({'use_sim_time': ParameterValue(LaunchConfiguration('use_sim_time'),
-                                                          value_type=bool)})
-        actions.append(Node(
-            package=spec['package'], executable=spec['executable'], name=spec['name'],
-            parameters=params, output='screen', emulate_tty=True,
-            condition=IfCondition(LaunchConfiguration(condition)) if condition else None))
+    actions.append(OpaqueFunction(function=start))
     return LaunchDescription(actions)
 
 
@@ -223,6 +359,19 @@ class Graph:
         self.stop()
 
 
+def show_arguments(path) -> str:
+    """The launch arguments as `ros2 launch --show-args` lists them."""
+    declared = declared_arguments(load_launch_module(path), path)
+    lines = ['Arguments (pass arguments as \'<name>:=<value>\'):']
+    for name, (default, description) in declared.items():
+        ref = _REFERENCE.match(default)
+        shown = f"LaunchConfig('{ref.group(1)}')" if ref else f"'{default}'"
+        lines += ['', f"    '{name}':", *textwrap.wrap(description, 96, initial_indent=' ' * 8,
+                                                       subsequent_indent=' ' * 8),
+                  f'        (default: {shown})']
+    return '\n'.join(lines)
+
+
 def _parse_assignments(items, what):
     out = {}
     for item in items:
@@ -240,12 +389,18 @@ def _interrupt(signum, frame) -> None:
 @cli_main('comsim-launch')
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('launch_file')
+    parser.add_argument('launch_file', help='a launch file, or the name of a shipped one '
+                        '(record.launch.py)')
     parser.add_argument('arguments', nargs='*', help='launch arguments ARG:=VALUE')
     parser.add_argument('--set', action='append', default=[],
                         help='parameter override NODE.PARAM:=VALUE')
     parser.add_argument('--log-dir', type=Path)
+    parser.add_argument('-s', '--show-args', action='store_true',
+                        help='list the launch arguments with defaults and descriptions, and exit')
     ns = parser.parse_args(argv)
+    if ns.show_args:
+        print(show_arguments(ns.launch_file))
+        return 0
     overrides: dict[str, dict[str, str]] = {}
     for key, value in _parse_assignments(ns.set, '--set').items():
         node, _, param = key.partition('.')

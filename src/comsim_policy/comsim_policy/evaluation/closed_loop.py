@@ -18,14 +18,14 @@ import rclpy
 from std_msgs.msg import String
 from std_srvs.srv import SetBool
 
+from comsim_core import paths
 from comsim_core.episodes.meta import EpisodeMeta
-from comsim_core.paths import repo_root
 from comsim_core.ros.episode_runner import LAB_SOURCE, EpisodeRunner, RunnerError
 from comsim_core.ros.graph import Graph, NodeSpec, find_executable, graph_from_launch
 from comsim_core.ros.messages import LATCHED_QOS
 from comsim_policy.evaluation.results import Evaluation, Rollout, checkpoint_names
 
-DEPLOY_LAUNCH = 'launch/deploy.launch.py'
+DEPLOY_LAUNCH = 'deploy.launch.py'   # shipped, found by comsim_core.paths
 CAMERAS = ['/cameras/front/image_raw', '/cameras/side/image_raw']
 RECORDED_TOPICS = [
     '/joint_states sensor_msgs/msg/JointState 200',
@@ -48,19 +48,14 @@ class _ModuleSpec(NodeSpec):
     module: str = ''
 
     def command(self) -> list[str]:
-        cmd = [sys.executable, '-m', self.module, '--ros-args', '-r', f'__node:={self.name}']
-        for p in self.params:
-            cmd += ['--params-file', str(p)]
-        for key, value in self.overrides.items():
-            cmd += ['-p', f'{key}:={value}']
-        return cmd
+        return [sys.executable, '-m', self.module, *self.ros_args()]
 
 
 def deploy_graph(checkpoint: Path, out_dir: Path, lab: dict | None = None,
                  policy: dict | None = None, launch_file: Path | None = None,
                  record: bool = True) -> list[NodeSpec]:
     """Node specs of the deploy graph (recording into `out_dir`) for one checkpoint."""
-    launch_file = launch_file or (repo_root() or Path.cwd()) / DEPLOY_LAUNCH
+    launch_file = launch_file or paths.launch_file(DEPLOY_LAUNCH)
     topics = '[' + ', '.join(f"'{t}'" for t in RECORDED_TOPICS) + ']'
     overrides = {
         'bench_lab': {k: str(v) for k, v in (lab or {}).items()},
@@ -73,7 +68,7 @@ def deploy_graph(checkpoint: Path, out_dir: Path, lab: dict | None = None,
     for i, spec in enumerate(specs):
         if find_executable(spec.executable) is None and spec.executable in MODULES:
             specs[i] = _ModuleSpec(spec.package, spec.executable, spec.name, spec.params,
-                                   spec.overrides)
+                                   spec.overrides, spec.namespace)
             specs[i].module = MODULES[spec.executable]
     return specs
 
