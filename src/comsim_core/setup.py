@@ -22,6 +22,7 @@ setup(
         'console_scripts': [
             'comsim-launch = comsim_core.ros.graph:main',
             'comsim-episode-runner = comsim_core.ros.episode_runner:main',
+            'comsim-urdf = comsim_core.robot.urdf:main',
         ],
     },
 )
