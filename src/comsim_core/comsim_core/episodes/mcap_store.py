@@ -14,8 +14,8 @@ use ``mcap.records``' writers, so the format stays the package's.
 
 rosbag2 conventions kept: profile ``ros2``, schemas ``ros2msg``, channels ``cdr`` with
 ``offered_qos_profiles`` (YAML text of a list of QoS dicts) and ``topic_type_hash`` in their
-metadata, a ``rosbag2`` metadata record with the serialized bag information, and
-``metadata.yaml`` version 9.
+metadata, a ``rosbag2`` metadata record with the serialized bag information and ``ROS_DISTRO``,
+and ``metadata.yaml`` in the version the bag's distro reads (``distro.py``: Humble 5, else 9).
 
 Channels are registered at a topic's first message (or at close for a topic that never got one),
 so the QoS the recorder matched on the publishers is known when it is written.
@@ -49,7 +49,9 @@ from mcap.records import (
     SummaryOffset,
 )
 
-METADATA_VERSION = 9
+from .distro import BagFormat, bag_format, conform, offered_qos
+
+METADATA_VERSION = 9  # built in this form, then conformed to the bag's distro
 MCAP_LIBRARY = 'comsim'
 MCAP_MAGIC = b'\x89MCAP0\r\n'
 _MESSAGE_HEAD = struct.Struct('<BQHIQQ')   # opcode, length, channel, sequence, log, publish
@@ -76,13 +78,18 @@ def qos_yaml(profiles: list[dict[str, Any]]) -> str:
         if profiles else ''
 
 
+def channel_qos(profiles: list[dict[str, Any]], fmt: BagFormat) -> str:
+    """An MCAP channel's ``offered_qos_profiles`` text in the form ``fmt``'s rosbag2 parses."""
+    return offered_qos(profiles, fmt) if fmt.qos_as_text else qos_yaml(profiles)
+
+
 def bag_information(topics: list[TopicEntry], file_name: str, start_ns: int, end_ns: int,
-                    custom_data: dict[str, str], distro: str) -> dict[str, Any]:
-    """The ``rosbag2_bagfile_information`` block of metadata.yaml (version 9)."""
+                    custom_data: dict[str, str], distro: str | None) -> dict[str, Any]:
+    """The ``rosbag2_bagfile_information`` block of metadata.yaml, as ``distro`` reads it."""
     count = sum(t.count for t in topics)
     start = start_ns if count else 0
     duration = max(0, end_ns - start_ns) if count else 0
-    return {
+    return conform({
         'version': METADATA_VERSION,
         'storage_identifier': 'mcap',
         'duration': {'nanoseconds': duration},
@@ -101,8 +108,8 @@ def bag_information(topics: list[TopicEntry], file_name: str, start_ns: int, end
         'files': [{'path': file_name, 'starting_time': {'nanoseconds_since_epoch': start},
                    'duration': {'nanoseconds': duration}, 'message_count': count}],
         'custom_data': dict(custom_data) or None,
-        'ros_distro': distro,
-    }
+        'ros_distro': '',
+    }, bag_format(distro))
 
 
 class ChunkFile:
@@ -279,9 +286,10 @@ class McapBagStore:
     Not thread-safe (one writer thread). ``OSError`` from the disk propagates unchanged.
     """
 
-    def __init__(self, bag_dir: Path, *, distro: str, chunk_bytes: int) -> None:
+    def __init__(self, bag_dir: Path, *, distro: str | None, chunk_bytes: int) -> None:
         self.bag_dir = Path(bag_dir)
-        self.distro = distro
+        self.format = bag_format(distro)
+        self.distro = self.format.distro
         self.chunk_bytes = chunk_bytes
         self.file = self.bag_dir / f'{self.bag_dir.name}.mcap'
         self.topics: dict[str, TopicEntry] = {}
@@ -317,7 +325,7 @@ class McapBagStore:
                 self._schemas[entry.msgtype] = schema_id
             entry.channel_id = self._mcap.add_channel(
                 entry.name, 'cdr', schema_id,
-                {'offered_qos_profiles': qos_yaml(entry.offered_qos),
+                {'offered_qos_profiles': channel_qos(entry.offered_qos, self.format),
                  'topic_type_hash': entry.rihs01})
         return entry.channel_id
 
@@ -350,7 +358,7 @@ class McapBagStore:
             self._channel(entry)
         info = self.info()
         self._mcap.add_metadata('rosbag2', {'serialized_metadata': yaml.safe_dump(
-            info, sort_keys=False, default_flow_style=False)})
+            info, sort_keys=False, default_flow_style=False), 'ROS_DISTRO': self.distro})
         self._mcap.finish()
         self._fh.flush()
         self._fh.close()

@@ -30,6 +30,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
 from rosbags.rosbag2.metadata import parse_qos
 from rosbags.typesys import Stores, get_typestore
 
+from .distro import FORMATS, bag_format, conform_bag, rosbags_version
 from .errors import BagWriterError
 from .mcap_store import McapBagStore
 from .topics import TopicSpec
@@ -40,11 +41,7 @@ if TYPE_CHECKING:
     from rosbags.interfaces import Connection
     from rosbags.typesys.store import Typestore
 
-DISTROS: dict[str, Stores] = {
-    'kilted': Stores.ROS2_KILTED,
-    'jazzy': Stores.ROS2_JAZZY,
-    'humble': Stores.ROS2_HUMBLE,
-}
+DISTROS: dict[str, Stores] = {name: fmt.store for name, fmt in FORMATS.items()}
 STORAGES = ('mcap', 'sqlite3')
 
 
@@ -70,12 +67,10 @@ def should_flush(pending_bytes: int, pending_since_ns: int | None, now_ns: int,
     return policy.max_age_s is not None and now_ns - pending_since_ns >= policy.max_age_s * 1e9
 
 
-def get_distro_typestore(distro: str) -> Typestore:
-    """The rosbags typestore for a ROS 2 distro name (kilted, jazzy, humble)."""
-    try:
-        return get_typestore(DISTROS[distro])
-    except KeyError:
-        raise BagWriterError(f'unknown distro {distro!r}; supported: {sorted(DISTROS)}') from None
+def get_distro_typestore(distro: str | None) -> Typestore:
+    """The rosbags typestore for a ROS 2 distro name (kilted, jazzy, humble; None or '':
+    $ROS_DISTRO, else kilted)."""
+    return get_typestore(bag_format(distro).store)
 
 
 def _rebind_sqlite_connection(store: object) -> None:
@@ -96,7 +91,8 @@ def _rebind_sqlite_connection(store: object) -> None:
 
 
 class EpisodeBagWriter:
-    """One rosbag2 (version 9) written from raw CDR bytes, with bounded crash loss.
+    """One rosbag2 written from raw CDR bytes, with bounded crash loss, in the metadata
+    version and ``ros_distro`` of ``distro`` (None or '': $ROS_DISTRO, else kilted).
 
     Not thread-safe: one thread (the recorder's writer thread) owns it, except
     ``set_offered_qos``, which only replaces a list. I/O errors (``OSError`` such as
@@ -104,7 +100,7 @@ class EpisodeBagWriter:
     """
 
     def __init__(self, path: Path, topics: Sequence[TopicSpec], *, storage: str = 'mcap',
-                 distro: str = 'kilted', flush_policy: FlushPolicy | None = None) -> None:
+                 distro: str | None = None, flush_policy: FlushPolicy | None = None) -> None:
         if storage not in STORAGES:
             raise BagWriterError(f'unknown storage {storage!r}; supported: {sorted(STORAGES)}')
         names = [t.name for t in topics]
@@ -113,12 +109,12 @@ class EpisodeBagWriter:
         self.path = Path(path)
         self.topics = list(topics)
         self.storage = storage
-        self.distro = distro
+        self.distro = bag_format(distro).distro
         self.flush_policy = flush_policy or FlushPolicy()
-        self.typestore = get_distro_typestore(distro)
+        self.typestore = get_distro_typestore(self.distro)
         missing = [t.msgtype for t in self.topics if t.msgtype not in self.typestore.fielddefs]
         if missing:
-            raise BagWriterError(f'message types unknown to the {distro} typestore: {missing}')
+            raise BagWriterError(f'message types unknown to the {self.distro} typestore: {missing}')
         self._mcap: McapBagStore | None = None
         self._sqlite: Writer | None = None
         self._qos: dict[str, list[dict[str, Any]]] = {}
@@ -143,7 +139,8 @@ class EpisodeBagWriter:
                                           chunk_bytes=self.flush_policy.chunk_bytes)
                 self._mcap.open()
             else:
-                self._sqlite = Writer(self.path, version=9, storage_plugin=StoragePlugin.SQLITE3)
+                self._sqlite = Writer(self.path, version=rosbags_version(self.distro),
+                                      storage_plugin=StoragePlugin.SQLITE3)
                 self._sqlite.open()
                 _rebind_sqlite_connection(self._sqlite.storage)
         except (OSError, WriterError) as exc:
@@ -229,6 +226,7 @@ class EpisodeBagWriter:
                 for spec in self.topics:
                     self._sqlite_connection(spec.name)
                 self._sqlite.close()
+                conform_bag(self.path, self.distro)
         except BaseException:
             self.abort()
             raise

@@ -20,6 +20,7 @@ import numpy as np
 from rosbags.rosbag2 import StoragePlugin, Writer
 
 from comsim_core.episodes import PARTIAL_DIR, Episode, find_episodes, is_complete
+from comsim_core.episodes.distro import conform_bag, rosbags_version
 from comsim_core.episodes.encode import rgb8_image_cdr
 from comsim_core.episodes.sidecar import read_sidecar, write_sidecar
 
@@ -94,8 +95,9 @@ def write_translated(sim: SimEpisode, translated: dict[str, np.ndarray], out_dir
     index = {topic: {int(s): i for i, s in enumerate(sim.images[topic][0])}
              for topic in translated}
     storage = StoragePlugin.SQLITE3 if list(sim.path.glob('*.db3')) else StoragePlugin.MCAP
+    distro = str(sim.sidecar.get('distro') or 'kilted')  # the sim bag's; older ones: kilted
     with Episode.open(sim.path) as ep, \
-            Writer(partial, version=9, storage_plugin=storage) as writer:
+            Writer(partial, version=rosbags_version(distro), storage_plugin=storage) as writer:
         conns = {}
         for c in ep.connections:
             if c.topic not in conns:
@@ -113,6 +115,7 @@ def write_translated(sim: SimEpisode, translated: dict[str, np.ndarray], out_dir
                 frame = translated[topic][index[topic][int(st or t)]]
                 raw = rgb8_image_cdr(frame, st, msg.header.frame_id)
             writer.write(conns[topic], t, raw)
+    conform_bag(partial, distro)
     side = dict(sim.sidecar)
     meta = dict(side.get('metadata') or {})
     meta.update(source='pseudo_real', sim_source=meta.get('source', 'sim'),

@@ -43,7 +43,9 @@ from comsim_teleop.recording import EpisodeRecorder
 DEFAULTS = {
     'output_dir': 'output/episodes',
     'storage': 'mcap',
-    'distro': 'kilted',
+    'distro': Param('', "bag format (metadata version, ros_distro, message types) of the distro "
+                    "that will read the bags; '': $ROS_DISTRO, else kilted",
+                    choices=('', 'humble', 'jazzy', 'kilted')),
     'topics': ['/joint_states sensor_msgs/msg/JointState 200'],
     # episode metadata, read when an episode starts (the episode runner sets it per episode)
     'task': Param('', 'task of the next episode', dynamic=True),

@@ -31,6 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from comsim_core.episodes.distro import bag_format
 from comsim_core.episodes.sidecar import SIDECAR_FORMAT, dump_yaml, write_sidecar
 from comsim_core.episodes.stats import (
     EpisodeSummary,
@@ -88,7 +89,7 @@ class EpisodeRecorder:
     """Records episodes of the given topics under ``output_dir``, one directory per episode."""
 
     def __init__(self, output_dir: Path | str, topics: Sequence[TopicSpec], storage: str = 'mcap',
-                 distro: str = 'kilted', queue_size: int = 1024,
+                 distro: str | None = None, queue_size: int = 1024,
                  min_free_bytes: int = 1 << 30, flush_policy: FlushPolicy | None = None,
                  ballast_bytes: int = 256 * 1024,
                  on_change: Callable[[], None] | None = None) -> None:
@@ -99,7 +100,7 @@ class EpisodeRecorder:
         self.output_dir = Path(output_dir)
         self.topics = {t.name: t for t in topics}
         self.storage = storage
-        self.distro = distro
+        self.distro = bag_format(distro).distro  # None/'': $ROS_DISTRO, else kilted
         self.queue_size = queue_size
         self.min_free_bytes = min_free_bytes
         self.flush_policy = flush_policy or FlushPolicy()

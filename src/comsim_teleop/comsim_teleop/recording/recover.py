@@ -36,6 +36,7 @@ from rosbags.rosbag2.metadata import parse_qos
 from rosbags.typesys import Stores, get_typestore
 from rosbags.typesys.msg import get_types_from_msg
 
+from comsim_core.episodes.distro import conform_bag, rosbags_version
 from comsim_core.episodes.mcap_store import McapBagStore
 from comsim_core.episodes.sidecar import dump_yaml, read_sidecar, update_sidecar
 
@@ -308,7 +309,8 @@ def _rebuild_sqlite(src: Path, bag: Path, report: RecoveryReport,
         if part.exists():
             shutil.copy2(part, copy_dir / part.name)
     src = copy_dir / src.name
-    writer = Writer(bag, version=9, storage_plugin=StoragePlugin.SQLITE3)
+    distro = str((sidecar or {}).get('distro') or 'kilted')
+    writer = Writer(bag, version=rosbags_version(distro), storage_plugin=StoragePlugin.SQLITE3)
     writer.open()
     try:
         conns: dict[tuple[str, str], Any] = {}
@@ -323,6 +325,7 @@ def _rebuild_sqlite(src: Path, bag: Path, report: RecoveryReport,
             report.messages[tdef.topic] += 1
         _custom_data(sidecar, src, report, writer.set_custom_data)
         writer.close()
+        conform_bag(bag, distro)
     except BaseException:
         writer.abort()
         raise
