@@ -15,7 +15,7 @@ from comsim_bench_lab.realism import RealismProfile
 from comsim_core.episodes import Episode, is_episode_dir
 from comsim_core.episodes.encode import rgb8_image_cdr
 from comsim_core.episodes.errors import EpisodeError
-from comsim_core.episodes.images import image_to_rgb, stamp_ns
+from comsim_core.episodes.images import decode_rgb, stamp_ns
 from comsim_core.episodes.paired import PairedEpisodeWriter, is_complete_paired
 from comsim_core.episodes.sidecar import read_sidecar
 from comsim_core.episodes.tracks import JointTrack
@@ -179,7 +179,7 @@ class GroundTruthRenderer:
                 real = lab.render(cam)
                 writer.write_real_image(cam, rgb8_image_cdr(real, stamp_ns(msg.header),
                                                             msg.header.frame_id), log_ns)
-                sim = image_to_rgb(msg, f'{path}:{topic}')
+                sim = decode_rgb(msg, f'{path}:{topic}')
                 writer.write_sim_image(cam, sim, t, log_ns, frame_id=msg.header.frame_id)
                 if with_positions:
                     positions[cam]['frames'][str(t)] = frame_positions(lab, cam, items, real, sim)

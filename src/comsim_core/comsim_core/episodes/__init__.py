@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 from .errors import (
     AlignmentError,
     CorruptEpisodeError,
+    CorruptImageError,
     EpisodeError,
     EpisodeNotFoundError,
     MissingTopicError,
@@ -22,6 +23,7 @@ __all__ = [
     'AlignmentError',
     'Commands',
     'CorruptEpisodeError',
+    'CorruptImageError',
     'PARTIAL_DIR',
     'Episode',
     'EpisodeError',

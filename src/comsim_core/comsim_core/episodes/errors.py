@@ -46,6 +46,11 @@ class WrongEncodingError(EpisodeError, ValueError):
     """An image encoding (or message type) the reader cannot turn into RGB."""
 
 
+class CorruptImageError(EpisodeError, ValueError):
+    """An image whose data does not fit its header (size, step) or does not decode; names
+    where it came from (a topic, or ``episode:topic``)."""
+
+
 class AlignmentError(EpisodeError):
     """A frame's streams are further apart in time than the tolerance allows."""
 

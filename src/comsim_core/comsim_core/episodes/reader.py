@@ -30,7 +30,7 @@ from .errors import (
     MissingTopicError,
     WrongEncodingError,
 )
-from .images import compressed_to_rgb, image_to_rgb, stamp_ns
+from .images import decode_rgb, stamp_ns
 from .meta import EpisodeMeta
 from .sidecar import load_yaml, read_sidecar, sidecar_path
 from .types import Commands, Frame, JointStates, StreamInfo
@@ -247,9 +247,9 @@ class Episode:
         msgtype = self.require(topic)[0].msgtype
         if msgtype not in {IMAGE, COMPRESSED}:
             raise WrongEncodingError(f'{topic} is a {msgtype}, not an image topic')
-        convert = image_to_rgb if msgtype == IMAGE else compressed_to_rgb
         where = f'{self.path}:{topic}'
-        return ((stamp_ns(msg.header) or t, convert(msg, where)) for t, msg in self.messages(topic))
+        return ((stamp_ns(msg.header) or t, decode_rgb(msg, where))
+                for t, msg in self.messages(topic))
 
     def joint_states(self, topic: str = '/joint_states') -> JointStates:
         """All JointState samples, columns in the first message's name order."""

@@ -61,10 +61,15 @@ def episode_source(metadata: dict, override: str | None = None) -> str:
 
 
 def camera_stream(topics, camera_topic: str) -> str:
-    """The stream that holds ``camera_topic``'s images: itself, or a paired episode's real one
-    (``/real`` + topic); the reader names a missing topic when neither exists."""
-    real = f'/real{camera_topic}'
-    return real if camera_topic not in topics and real in topics else camera_topic
+    """The stream that holds ``camera_topic``'s images: itself, its compressed stream (topic +
+    ``/compressed``, recorded from image_transport: the checkpoint keeps the raw name, which the
+    policy node's ``image_transport: compressed`` turns back into the compressed one), or a
+    paired episode's real one (``/real`` + topic); the reader names a missing topic when none
+    exists."""
+    for candidate in (camera_topic, f'{camera_topic}/compressed', f'/real{camera_topic}'):
+        if candidate in topics:
+            return candidate
+    return camera_topic
 
 
 def _reorder(names: list[str] | None, wanted: list[str], what: str, path: Path) -> list[int]:
