@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray
-from sensor_msgs.msg import Image, JointState
+from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
@@ -62,6 +62,19 @@ def assert_alive(proc) -> None:
     assert 'Traceback' not in log, log
 
 
+def jpeg_msg(rgb: np.ndarray, node) -> CompressedImage:
+    """A CompressedImage as image_transport's compressed plugin sends it (JPEG of BGR)."""
+    import cv2  # noqa: PLC0415
+
+    ok, buf = cv2.imencode('.jpg', np.ascontiguousarray(rgb[..., ::-1]),
+                           [cv2.IMWRITE_JPEG_QUALITY, 95])
+    assert ok
+    msg = CompressedImage(format='rgb8; jpeg compressed bgr8', data=buf.tobytes())
+    msg.header.stamp = node.get_clock().now().to_msg()
+    msg.header.frame_id = 'cam'
+    return msg
+
+
 def diag_values(msg: DiagnosticArray) -> dict[str, str]:
     return {kv.key: kv.value for kv in msg.status[0].values}
 
@@ -86,13 +99,21 @@ def positions(msg: JointTrajectory) -> np.ndarray:
 
 class FakeRobot:
     """The test's side: joint states at 100 Hz and two cameras at 20 Hz, stamped now, from a
-    timer of the test's node (they flow whenever the test spins: in `run` and `call`)."""
+    timer of the test's node (they flow whenever the test spins: in `run` and `call`).
 
-    def __init__(self, node, q, arm_topic=ARM, msg_type=JointTrajectory):
+    `compressed`: the cameras send JPEG CompressedImages on `<camera>/compressed` (as
+    image_transport does); `camera_qos`: the cameras' publisher QoS (a best-effort driver);
+    `frame`: one fixed RGB frame instead of a grey level that changes with every frame."""
+
+    def __init__(self, node, q, arm_topic=ARM, msg_type=JointTrajectory, compressed=False,
+                 camera_qos=IMAGE_QOS, frame=None):
         self.node, self.q = node, np.asarray(q, float)
         self.names = RobotModel.load().joint_names
         self.js = node.create_publisher(JointState, '/joint_states', SENSOR_QOS)
-        self.cams = {c: node.create_publisher(Image, c, IMAGE_QOS) for c in CAMS}
+        self.compressed, self.frame = compressed, frame
+        self.cams = {c: node.create_publisher(CompressedImage, f'{c}/compressed', camera_qos)
+                     if compressed else node.create_publisher(Image, c, camera_qos)
+                     for c in CAMS}
         self.got: list = []
         self.recv_times: list[float] = []
         node.create_subscription(msg_type, arm_topic, self._on_cmd, 50)
@@ -131,8 +152,11 @@ class FakeRobot:
             self.js.publish(msg)
             self.joints_sent = t
         if self.cameras_on and self.i % 5 == 0:
+            rgb = self.frame if self.frame is not None else \
+                np.full((*SIZE, 3), self.i % 250, np.uint8)
             for pub in self.cams.values():
-                pub.publish(image_msg(np.full((*SIZE, 3), self.i % 250, np.uint8), t, 'cam'))
+                pub.publish(jpeg_msg(rgb, self.node) if self.compressed
+                            else image_msg(rgb, t, 'cam'))
             self.camera_sent = t
         self.i += 1
 

@@ -5,7 +5,8 @@ model.safetensors, normaliser stats inside), small enough that the real `PolicyR
 and predicts in milliseconds on a CPU. Two variants break it the ways a trained policy can:
 `nan=True` sets the UNet's output bias to NaN in the safetensors (every action is NaN), and
 `action_range` widens the action normaliser so denormalised actions land far outside the
-robot's joint limits. `StallingRunner` is the real runner with one prediction made slow.
+robot's joint limits. `StallingRunner` is the real runner with one prediction made slow;
+`ImageSavingRunner` saves the first camera images the node hands it (to check decoding).
 """
 from __future__ import annotations
 
@@ -74,4 +75,21 @@ class StallingRunner(PolicyRunner):
         StallingRunner.calls += 1
         if StallingRunner.calls == int(os.environ.get('COMSIM_TEST_STALL_CALL', '0')):
             time.sleep(float(os.environ.get('COMSIM_TEST_STALL_S', '0')))
+        return super().predict(images, state)
+
+
+class ImageSavingRunner(PolicyRunner):
+    """The real `PolicyRunner` that saves the images of its first prediction after the warm-up
+    (camera topic -> (n_obs, H, W, 3) uint8, as the node decoded them) to the .npz file named
+    by ``COMSIM_TEST_SAVE_IMAGES``."""
+
+    saved = False
+
+    def predict(self, images, state):
+        if not ImageSavingRunner.saved and any(np.any(v) for v in images.values()):
+            ImageSavingRunner.saved = True
+            out = os.environ['COMSIM_TEST_SAVE_IMAGES']
+            np.savez(out + '.tmp.npz', **{f'cam{i}': np.asarray(images[c])
+                                          for i, c in enumerate(sorted(images))})
+            os.replace(out + '.tmp.npz', out)
         return super().predict(images, state)

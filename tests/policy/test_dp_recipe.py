@@ -66,6 +66,10 @@ def test_paired_episodes_are_read_through_their_real_streams():
     # a normal episode keeps its own topic, even if it also had a /real one
     assert camera_stream(['/cameras/front/image_raw', *topics],
                          '/cameras/front/image_raw') == '/cameras/front/image_raw'
+    # a camera recorded compressed (image_transport) is read under the camera's own name
+    compressed = ['/cameras/front/image_raw/compressed', '/joint_states']
+    assert camera_stream(compressed, '/cameras/front/image_raw') == \
+        '/cameras/front/image_raw/compressed'
 
 
 def test_limits_normalisation_covers_every_reachable_joint_value():

@@ -1,12 +1,15 @@
 """Launch arguments as `ros2 launch` applies them, through comsim-launch and through the
-launch_ros form: namespace, params_file, checkpoint, robot_description; bad values are one line
-and exit code 2; the nodes started by comsim-launch really get them."""
+launch_ros form: namespace, params_file, remappings, checkpoint, robot_description (also
+robot_state_publisher's URDF, a node started only where it is installed); bad values are one
+line and exit code 2; the nodes started by comsim-launch really get them."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -15,6 +18,8 @@ import yaml
 
 from comsim_core.errors import UserError
 from comsim_core.robot.model import DEFAULT_ARM_PATH
+from comsim_core.robot.urdf import DEFAULT_URDF_PATH, mjcf_to_urdf
+from comsim_core.ros import graph as graph_module
 from comsim_core.ros.graph import graph_from_launch, load_launch_module
 from comsim_core.ros.params import ParamsFile
 
@@ -89,8 +94,8 @@ def test_bad_paths_are_one_line(tmp_path):
     other = tmp_path / 'other.yaml'
     other.write_text('planner:\n  ros__parameters:\n    x: 1\n')
     with pytest.raises(UserError, match=r"params_file .*other.yaml: no section for any node of "
-                                        r"this graph \(bench_lab, recorder, teleop\); sections "
-                                        r"found: '/planner'"):
+                                        r"this graph \(bench_lab, recorder, robot_state_publisher, "
+                                        r"teleop\); sections found: '/planner'"):
         graph_from_launch(RECORD, {'params_file': str(other)})
     with pytest.raises(UserError, match=r'robot_description:=nope.urdf: .*nope.urdf does not '
                                         r'exist'):
@@ -138,7 +143,8 @@ def test_the_ros2_launch_form_starts_the_same_nodes(monkeypatch, tmp_path):
     """`ros2 launch` cannot run here: fake launch/launch_ros modules record what the launch
     description asks for, and its nodes must be comsim-launch's, namespace and files included."""
     fakes = {'launch': {'LaunchDescription': lambda actions: actions},
-             'launch.actions': {'DeclareLaunchArgument': _Recorded, 'OpaqueFunction': _Recorded},
+             'launch.actions': {'DeclareLaunchArgument': _Recorded, 'OpaqueFunction': _Recorded,
+                                'LogInfo': _Recorded},
              'launch.substitutions': {'LaunchConfiguration': _LaunchConfiguration},
              'launch_ros': {}, 'launch_ros.actions': {'Node': _Recorded}}
     for name, attrs in fakes.items():
@@ -148,7 +154,8 @@ def test_the_ros2_launch_form_starts_the_same_nodes(monkeypatch, tmp_path):
     mine = tmp_path / 'mine.yaml'
     mine.write_text('teleop:\n  ros__parameters:\n    rate_hz: 25.0\n')
     given = {'bench_lab': 'false', 'namespace': 'arm1', 'params_file': str(mine),
-             'robot_description': str(DEFAULT_ARM_PATH)}
+             'robot_description': str(DEFAULT_ARM_PATH),
+             'remappings': 'joint_states:=/driver/joint_states'}
     module = load_launch_module(RECORD)
     actions = module.generate_launch_description()
     declared = {a.args[0]: a.kwargs for a in actions if 'default_value' in a.kwargs}
@@ -159,15 +166,134 @@ def test_the_ros2_launch_form_starts_the_same_nodes(monkeypatch, tmp_path):
     context = {n: v.perform(context) if isinstance(v, _LaunchConfiguration) else v
                for n, v in context.items()}
     [opaque] = [a for a in actions if 'function' in a.kwargs]
-    nodes = {n.kwargs['name']: n.kwargs for n in opaque.kwargs['function'](context)}
+    actions = opaque.kwargs['function'](context)
+    nodes = {n.kwargs['name']: n.kwargs for n in actions if 'name' in n.kwargs}
     specs = {s.name: s for s in graph_from_launch(RECORD, given)}
     assert nodes.keys() == specs.keys() == {'teleop', 'recorder'}
     for name, spec in specs.items():
         assert nodes[name]['namespace'] == '/arm1'
         assert nodes[name]['executable'] == spec.executable
-        assert nodes[name]['parameters'] == [*map(str, spec.params), spec.overrides]
-    assert nodes['teleop']['parameters'][-1] == {'use_sim_time': 'false',
+        assert nodes[name]['parameters'][:-1] == list(map(str, spec.params))
+        assert nodes[name]['remappings'] == [('joint_states', '/driver/joint_states')]
+    # Typed as `-p` types them: launch_ros keeps a str a string, and use_sim_time is a bool.
+    assert nodes['teleop']['parameters'][-1] == {'use_sim_time': False,
                                                  'robot_model': str(DEFAULT_ARM_PATH)}
+    # robot_state_publisher is not installed here: one line says so instead of a node.
+    [skipped] = [a.kwargs['msg'] for a in actions if 'msg' in a.kwargs]
+    assert skipped.startswith('robot_state_publisher not started: ') and 'not installed' in skipped
+
+
+# -- robot_state_publisher --------------------------------------------------------------------
+def with_fake_robot_state_publisher(monkeypatch, path='/opt/ros/x/lib/robot_state_publisher/'
+                                                      'robot_state_publisher'):
+    real = graph_module.find_executable
+    monkeypatch.setattr(graph_module, 'find_executable', lambda name, package=None: (
+        path if name == 'robot_state_publisher' else real(name, package)))
+
+
+def robot_description_of(spec) -> str:
+    fqn = f'{spec.namespace}/{spec.name}'
+    [section] = [ParamsFile(str(p)).section_for(fqn) for p in spec.params]
+    assert set(section) == {'robot_description'}
+    return section['robot_description']
+
+
+@pytest.mark.parametrize('launch_file', [RECORD, DEPLOY], ids=lambda p: p.name)
+def test_robot_state_publisher_gets_the_urdf_where_it_is_installed(monkeypatch, launch_file):
+    with_fake_robot_state_publisher(monkeypatch)
+    specs = {s.name: s for s in graph_from_launch(launch_file, {'bench_lab': 'false'})}
+    rsp = specs['robot_state_publisher']
+    assert (rsp.package, rsp.executable) == ('robot_state_publisher', 'robot_state_publisher')
+    assert robot_description_of(rsp) == Path(DEFAULT_URDF_PATH).read_text()   # the ComSim arm
+    assert rsp.overrides == {'use_sim_time': 'false'}
+    # Your arm's MJCF: its URDF, generated; in a namespace, keyed by the namespaced name.
+    mine = {s.name: s for s in graph_from_launch(launch_file, {
+        'robot_description': str(DEFAULT_ARM_PATH), 'namespace': 'arm1'})}
+    assert mine['robot_state_publisher'].namespace == '/arm1'
+    assert robot_description_of(mine['robot_state_publisher']) == mjcf_to_urdf(DEFAULT_ARM_PATH)
+    assert mine['robot_state_publisher'].overrides == {'use_sim_time': 'true'}
+
+
+def test_robot_state_publisher_is_left_out_where_it_is_not_installed(monkeypatch):
+    monkeypatch.setenv('PATH', '/nonexistent')
+    graph = graph_from_launch(RECORD, {'bench_lab': 'false'})
+    assert [s.name for s in graph] == ['teleop', 'recorder']
+    assert 'not installed' in graph.skipped['robot_state_publisher']
+    # --set for it is no error: the graph would have it on a ROS install.
+    graph_from_launch(RECORD, {}, {'robot_state_publisher': {'publish_frequency': '10.0'}})
+
+
+def test_comsim_launch_starts_an_installed_robot_state_publisher_with_the_urdf(tmp_path):
+    """A stand-in robot_state_publisher on PATH records the command line comsim-launch gives it
+    (a launch file of that one node: no DDS needed)."""
+    argv_file = tmp_path / 'argv.json'
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    fake = bin_dir / 'robot_state_publisher'
+    fake.write_text(f'#!{sys.executable}\nimport json, sys, time\n'
+                    f'open({str(argv_file)!r}, "w").write(json.dumps(sys.argv))\n'
+                    f'try:\n    time.sleep(120)\nexcept KeyboardInterrupt:\n    pass\n')
+    fake.chmod(0o755)
+    launch = tmp_path / 'rsp.launch.py'
+    record = load_launch_module(RECORD)
+    launch.write_text(
+        'from pathlib import Path\n'
+        f'from comsim_core.ros.graph import COMMON_ARGUMENTS\nCONFIG = Path({str(tmp_path)!r})\n'
+        f'NODES = [{[n for n in record.NODES if n["name"] == "robot_state_publisher"][0]!r}]\n'
+        "ARGUMENTS = {'use_sim_time': ('false', 'clock'), **COMMON_ARGUMENTS, "
+        "'robot_description': ('', 'arm')}\n")
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'comsim_core.ros.graph', str(launch), 'namespace:=arm1',
+         'remappings:=joint_states:=/driver/joint_states'],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
+        env={**os.environ, 'PATH': f'{bin_dir}{os.pathsep}{os.environ["PATH"]}'})
+    try:
+        assert 'started robot_state_publisher' in proc.stdout.readline()
+        for _ in range(300):
+            if argv_file.exists() and argv_file.read_text():
+                break
+            proc.poll() is None or pytest.fail(proc.stdout.read())
+            time.sleep(0.1)
+        argv = json.loads(argv_file.read_text())
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert argv[1:8] == ['--ros-args', '-r', '__node:=robot_state_publisher', '-r',
+                         '__ns:=/arm1', '-r', 'joint_states:=/driver/joint_states']
+    [params] = [argv[i + 1] for i, a in enumerate(argv) if a == '--params-file']
+    section = ParamsFile(params).section_for('/arm1/robot_state_publisher')
+    assert section == {'robot_description': Path(DEFAULT_URDF_PATH).read_text()}
+    assert argv[-2:] == ['-p', 'use_sim_time:=false']
+
+
+# -- remappings -------------------------------------------------------------------------------
+def test_remappings_apply_to_every_node_or_to_the_one_named():
+    specs = {s.name: s for s in graph_from_launch(RECORD, {
+        'remappings': 'joint_states:=/arm1/joint_states,  teleop:joy:=/pad/joy'})}
+    assert specs['teleop'].remappings == [('joint_states', '/arm1/joint_states'),
+                                          ('joy', '/pad/joy')]
+    assert specs['recorder'].remappings == [('joint_states', '/arm1/joint_states')]
+    assert ['-r', 'joy:=/pad/joy'] == specs['teleop'].ros_args()[5:7]
+    assert all(s.remappings == [] for s in graph_from_launch(RECORD))
+
+
+@pytest.mark.parametrize('bad', ['joint_states=/x', 'joint_states:=', ':=/x', 'a b:=c',
+                                 'js:=/x//y', 'planner:js:=/x', ':js:=/x'])
+def test_bad_remappings_are_one_line(bad):
+    with pytest.raises(UserError, match='launch argument remappings: ') as err:
+        graph_from_launch(RECORD, {'remappings': bad})
+    assert '\n' not in str(err.value)
+
+
+def test_policy_and_teleop_topics_are_relative_so_namespace_and_remaps_apply():
+    for name in ('teleop', 'policy', 'bench_lab'):
+        section = ParamsFile(str(ROOT / 'config' / f'{name}.yaml')).section_for(f'/{name}')
+        topics = {k: v for k, v in section.items()
+                  if k.endswith('_topic') and k != 'camera_topic_prefix'}
+        assert topics and not [v for v in topics.values() if v.startswith('/')], (name, topics)
 
 
 # -- real nodes ------------------------------------------------------------------------------
@@ -191,11 +317,13 @@ def test_comsim_launch_applies_namespace_params_file_and_robot_description(
     proc = subprocess.Popen(
         [sys.executable, '-m', 'comsim_core.ros.graph', 'record.launch.py', 'bench_lab:=false',
          'namespace:=arm1', f'params_file:={mine}', f'robot_description:={DEFAULT_ARM_PATH}',
-         '--log-dir', str(tmp_path / 'logs')],
+         'remappings:=joint_states:=/driver/joint_states', '--log-dir', str(tmp_path / 'logs')],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
         env={**os.environ, 'COMSIM_DEBUG': '1'})
     try:
         assert 'started teleop, recorder' in proc.stdout.readline()
+        # robot_state_publisher is not on PyPI: left out, with one line saying so.
+        assert proc.stdout.readline().startswith('robot_state_publisher not started: ')
         recorder = get_parameters(ros_node, spin_until, '/arm1/recorder',
                                   ['output_dir', 'operator', 'storage', 'use_sim_time'])
         assert recorder == {'output_dir': str(tmp_path / 'episodes'), 'operator': 'alice',
@@ -203,6 +331,16 @@ def test_comsim_launch_applies_namespace_params_file_and_robot_description(
         teleop = get_parameters(ros_node, spin_until, '/arm1/teleop', ['robot_model', 'source'])
         assert teleop == {'robot_model': str(DEFAULT_ARM_PATH), 'source': 'scripted'}
         assert ('recorder', '/arm1') in ros_node.get_node_names_and_namespaces()
+        # The teleop's topics are relative: under /arm1, and remapped where a rule says so.
+        deadline = time.monotonic() + 30
+        command = '/arm1/joint_trajectory_controller/joint_trajectory'
+        while time.monotonic() < deadline and not (
+                ros_node.count_subscribers('/driver/joint_states')
+                and ros_node.count_publishers(command)):
+            time.sleep(0.2)
+        assert ros_node.count_subscribers('/driver/joint_states') == 1        # the teleop
+        assert ros_node.count_subscribers('/arm1/joint_states') == 0
+        assert ros_node.count_publishers(command) == 1
         assert proc.poll() is None
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)

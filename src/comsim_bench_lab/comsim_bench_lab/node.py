@@ -60,10 +60,10 @@ DEFAULTS = {
     'camera_rate_hz': 30.0,
     'real_time_factor': 1.0,
     'camera_info': 'nominal',
-    'joint_states_topic': '/joint_states',
+    'joint_states_topic': 'joint_states',          # relative, like a ros2_control driver's
     'camera_topic_prefix': '/cameras',
-    'trajectory_topic': '/joint_trajectory_controller/joint_trajectory',
-    'forward_topic': '/forward_position_controller/commands',
+    'trajectory_topic': 'joint_trajectory_controller/joint_trajectory',
+    'forward_topic': 'forward_position_controller/commands',
 }
 
 

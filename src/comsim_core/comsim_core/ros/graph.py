@@ -9,7 +9,15 @@ SIGINT (then SIGTERM, then SIGKILL) so recorders close their episodes cleanly.
 
 `build_graph` is the one reading of a launch file's `NODES` and arguments: `comsim-launch` runs
 its specs as processes and, under `ros2 launch`, `launch_description` turns the same specs into
-launch_ros Nodes, so both apply `namespace`, `params_file` and the rest alike.
+launch_ros Nodes, so both apply `namespace`, `params_file`, `remappings` and the rest alike.
+
+A node of `NODES` is a dict: `package`, `executable`, `name`, `params` (files under the config
+folder), and optionally `condition` (a launch argument that must be true), `from_arguments`
+({parameter: launch argument}, applied when the argument is not empty), `remappings`
+([(from, to)]), `robot_description_from` (a launch argument naming a URDF/MJCF file, '' the
+ComSim arm: the node gets the URDF text as its `robot_description` parameter) and `optional`
+(True: left out, with one line saying so, where its executable is not installed, as
+robot_state_publisher on a pip install).
 """
 from __future__ import annotations
 
@@ -54,11 +62,14 @@ class NodeSpec:
     params: list[Path]
     overrides: dict[str, str] = field(default_factory=dict)
     namespace: str = ''           # '' or an absolute namespace such as /arm1
+    remappings: list[tuple[str, str]] = field(default_factory=list)   # (from, to) topic names
 
     def ros_args(self) -> list[str]:
         args = ['--ros-args', '-r', f'__node:={self.name}']
         if self.namespace:
             args += ['-r', f'__ns:={self.namespace}']
+        for source, target in self.remappings:
+            args += ['-r', f'{source}:={target}']
         for p in self.params:
             args += ['--params-file', str(p)]
         for key, value in self.overrides.items():
@@ -72,6 +83,15 @@ class NodeSpec:
                 f'executable {self.executable!r} of package {self.package!r} not found on PATH; '
                 f'install the workspace (scripts/setup.sh) or source install/setup.bash')
         return [exe, *self.ros_args()]
+
+
+class NodeGraph(list):
+    """The node specs of a graph, plus `skipped`: {node name: why} for the optional nodes left
+    out (their executable is not installed)."""
+
+    def __init__(self, specs=(), skipped: dict[str, str] | None = None):
+        super().__init__(specs)
+        self.skipped = dict(skipped or {})
 
 
 def load_launch_module(path: str | os.PathLike):
@@ -94,6 +114,9 @@ def load_launch_module(path: str | os.PathLike):
 # `use_sim_time` defaults to `$(var bench_lab)` (sim time exactly when the bench lab runs).
 _REFERENCE = re.compile(r'^\$\(var (\w+)\)$')
 _NAMESPACE = re.compile(r'(/[A-Za-z_][A-Za-z0-9_]*)+')
+# A topic name as a remapping rule takes it: relative (joint_states), absolute (/joint_states)
+# or private (~/status); tokens of letters, digits and _ joined by single slashes.
+_TOPIC = re.compile(r'(~/|/)?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*')
 
 # Arguments every launch file declares; build_graph applies them to every node of the graph.
 COMMON_ARGUMENTS = {
@@ -101,6 +124,8 @@ COMMON_ARGUMENTS = {
                       '~/ services); topic parameters that are absolute stay as they are'),
     'params_file': ('', 'a params file of yours, read after the shipped one by every node it '
                         'has a section for (its values win)'),
+    'remappings': ('', 'topic remappings FROM:=TO, several separated by spaces, for every node '
+                       '(NODE:FROM:=TO for one node), e.g. joint_states:=/arm1/joint_states'),
 }
 # Arguments naming a file or folder: checked to exist, passed on as absolute paths.
 PATH_ARGUMENTS = ('params_file', 'checkpoint', 'robot_description')
@@ -138,7 +163,7 @@ def resolve_arguments(declared: dict[str, tuple[str, str]], given: dict[str, str
 
 
 def graph_from_launch(path, arguments: dict[str, str] | None = None,
-                      overrides: dict[str, dict[str, str]] | None = None) -> list[NodeSpec]:
+                      overrides: dict[str, dict[str, str]] | None = None) -> NodeGraph:
     """Node specs of a launch file, with launch arguments and per-node parameter overrides."""
     module = load_launch_module(path)
     return build_graph(module.NODES, Path(module.CONFIG), declared_arguments(module, path),
@@ -148,11 +173,12 @@ def graph_from_launch(path, arguments: dict[str, str] | None = None,
 def build_graph(nodes: list[dict], config: Path, declared: dict[str, tuple[str, str]],
                 arguments: dict[str, str] | None = None,
                 overrides: dict[str, dict[str, str]] | None = None,
-                where='launch file') -> list[NodeSpec]:
+                where='launch file') -> NodeGraph:
     """Node specs from a launch file's parts. Launch arguments apply as `ros2 launch` would:
     ``use_sim_time`` and ``namespace`` on every node, ``params_file`` after each node's own
-    params file, a node's ``from_arguments`` {parameter: argument} when the argument is not
-    empty; ``--set`` overrides (`overrides`) win over all of them."""
+    params file, ``remappings`` after the node's own, a node's ``from_arguments`` {parameter:
+    argument} when the argument is not empty; ``--set`` overrides (`overrides`) win over all of
+    them. An `optional` node whose executable is not installed is left out (`skipped`)."""
     unknown = set(arguments or {}) - set(declared)
     if unknown:
         raise UserError(f'{where}: unknown launch argument(s) {", ".join(sorted(unknown))}; '
@@ -164,12 +190,20 @@ def build_graph(nodes: list[dict], config: Path, declared: dict[str, tuple[str, 
     namespace = _namespace(args.get('namespace', ''))
     user_params = _params_file(args['params_file']) if args.get('params_file') else None
     overrides = overrides or {}
-    specs = []
+    remaps = _remappings(args.get('remappings', ''), {n['name'] for n in nodes})
+    specs = NodeGraph()
     for node in nodes:
         condition = node.get('condition')
         if condition and str(args[condition]).lower() not in ('true', '1', 'yes'):
             continue
         name = node['name']
+        if node.get('optional') and find_executable(node['executable'],
+                                                    node['package']) is None:
+            package = node['package']
+            specs.skipped[name] = (f'{node["executable"]} of package {package} is not '
+                                   f'installed (optional; on a ROS install: apt install '
+                                   f'ros-$ROS_DISTRO-{package.replace("_", "-")})')
+            continue
         fqn = f'{namespace}/{name}'
         params = [Path(config) / p for p in node['params']]
         if user_params is not None and (user_params.section_for(f'/{name}') is not None
@@ -186,20 +220,72 @@ def build_graph(nodes: list[dict], config: Path, declared: dict[str, tuple[str, 
                                 f'launch argument {argument!r}')
             if args[argument]:
                 node_overrides.setdefault(param, args[argument])
+        if 'robot_description_from' in node:
+            argument = node['robot_description_from']
+            if argument not in args:
+                raise UserError(f'{where}: node {name!r} takes robot_description from the '
+                                f'undeclared launch argument {argument!r}')
+            params.append(robot_description_params(args[argument] or None, fqn))
+        rules = [*map(tuple, node.get('remappings', [])), *remaps.get('', []),
+                 *remaps.get(name, [])]
         specs.append(NodeSpec(node['package'], node['executable'], name, params,
-                              node_overrides, namespace))
-    names = {s.name for s in specs}
+                              node_overrides, namespace, rules))
+    names = {s.name for s in specs} | set(specs.skipped)
     bad = set(overrides) - names
     if bad:
         raise UserError(f'--set for node(s) not in the graph: {", ".join(sorted(bad))}; '
                         f'nodes: {", ".join(sorted(names))}')
     if user_params is not None and not any(
-            user_params.section_for(f'/{s.name}') is not None
-            or user_params.section_for(f'{namespace}/{s.name}') is not None for s in specs):
+            user_params.section_for(f'/{n}') is not None
+            or user_params.section_for(f'{namespace}/{n}') is not None for n in names):
         found = ', '.join(repr(k) for k in user_params.sections) or 'none'
         raise UserError(f'params_file {user_params.path}: no section for any node of this '
                         f'graph ({", ".join(sorted(names))}); sections found: {found}')
     return specs
+
+
+def _remappings(value: str, nodes: set[str]) -> dict[str, list[tuple[str, str]]]:
+    """The `remappings` argument: node name ('' for every node) -> [(from, to)]."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for rule in re.split(r'[\s,]+', value.strip()):
+        if not rule:
+            continue
+        source, sep, target = rule.partition(':=')
+        node, colon, source = source.rpartition(':') if ':' in source else ('', '', source)
+        if not sep or not _TOPIC.fullmatch(source) or not _TOPIC.fullmatch(target) \
+                or (colon and not node):
+            raise UserError(f'launch argument remappings: {rule!r} must read FROM:=TO or '
+                            f'NODE:FROM:=TO with topic names (joint_states:=/arm1/joint_states)')
+        if node and node not in nodes:
+            raise UserError(f'launch argument remappings: {rule!r} names the node {node!r}, '
+                            f'not one of this launch file ({", ".join(sorted(nodes))})')
+        out.setdefault(node, []).append((source, target))
+    return out
+
+
+def robot_description_params(path: str | None, fqn: str) -> Path:
+    """A params file giving node `fqn` the URDF text of `path` (a URDF or MJCF file; None: the
+    ComSim arm) as `robot_description`. A file, not `-p`: rcl reads a `-p` value as YAML."""
+    import yaml  # noqa: PLC0415
+
+    from comsim_core.robot.urdf import robot_description  # noqa: PLC0415 (imports mujoco)
+
+    doc = {fqn: {'ros__parameters': {'robot_description': robot_description(path)}}}
+    text = (f'# robot_description of {path or "the ComSim arm"} for {fqn}, written by '
+            f'comsim-launch\n' + yaml.safe_dump(doc, sort_keys=False, width=1 << 16))
+    return _temp_params(text, f'robot_description.{fqn.strip("/").replace("/", ".")}')
+
+
+def _temp_params(text: str, stem: str) -> Path:
+    """A generated params file named by its content, written once (atomically)."""
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    out = Path(tempfile.gettempdir()) / f'comsim-launch-{os.getuid()}' / f'{stem}.{digest}.yaml'
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f'{out.name}.{os.getpid()}.tmp')
+        tmp.write_text(text, encoding='utf8')
+        os.replace(tmp, out)
+    return out
 
 
 def _existing_path(argument: str, value: str) -> Path:
@@ -241,15 +327,7 @@ def namespaced_params(path: Path, name: str, fqn: str) -> Path:
     doc = {fqn: {'ros__parameters': _nest({**(plain or {}), **(own or {})})}}
     text = (f'# {path}: the parameters of {name} for {fqn}, written by comsim-launch\n'
             + yaml.safe_dump(doc, sort_keys=False))
-    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-    out = (Path(tempfile.gettempdir()) / f'comsim-launch-{os.getuid()}'
-           / f'{path.stem}.{fqn.strip("/").replace("/", ".")}.{digest}.yaml')
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f'{out.name}.{os.getpid()}.tmp')
-        tmp.write_text(text, encoding='utf8')
-        os.replace(tmp, out)
-    return out
+    return _temp_params(text, f'{path.stem}.{fqn.strip("/").replace("/", ".")}')
 
 
 def _nest(flat: dict) -> dict:
@@ -270,7 +348,7 @@ def launch_description(nodes: list[dict], config: Path,
     then, once their values are known, one launch_ros Node per spec of `build_graph`, the
     function `comsim-launch` runs. Imports `launch` here: it exists only on ROS installs."""
     from launch import LaunchDescription  # noqa: PLC0415
-    from launch.actions import DeclareLaunchArgument, OpaqueFunction  # noqa: PLC0415
+    from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction  # noqa: PLC0415
     from launch.substitutions import LaunchConfiguration  # noqa: PLC0415
     from launch_ros.actions import Node  # noqa: PLC0415
 
@@ -278,11 +356,14 @@ def launch_description(nodes: list[dict], config: Path,
 
     def start(context):
         values = {name: LaunchConfiguration(name).perform(context) for name in arguments}
-        return [Node(package=s.package, executable=s.executable, name=s.name,
-                     namespace=s.namespace or None,
-                     parameters=[*map(str, s.params), *([s.overrides] if s.overrides else [])],
-                     output='screen', emulate_tty=True)
-                for s in build_graph(nodes, config, arguments, values)]
+        graph = build_graph(nodes, config, arguments, values)
+        return [*(LogInfo(msg=skipped_line(name, why)) for name, why in graph.skipped.items()),
+                *(Node(package=s.package, executable=s.executable, name=s.name,
+                       namespace=s.namespace or None,
+                       parameters=[*map(str, s.params),
+                                   *([typed_overrides(s.overrides)] if s.overrides else [])],
+                       remappings=s.remappings or None, output='screen', emulate_tty=True)
+                  for s in graph)]
 
     actions: list = []
     for name, (default, description) in arguments.items():
@@ -292,6 +373,28 @@ def launch_description(nodes: list[dict], config: Path,
             description=description))
     actions.append(OpaqueFunction(function=start))
     return LaunchDescription(actions)
+
+
+def typed_overrides(overrides: dict[str, str]) -> dict:
+    """Parameter overrides typed as `-p NAME:=VALUE` types them (YAML: 'false' is a bool, '25'
+    an int): launch_ros keeps a str value a string, and `use_sim_time` must be a bool."""
+    import yaml  # noqa: PLC0415
+
+    out: dict = {}
+    for key, value in overrides.items():
+        try:
+            loaded = yaml.safe_load(value)
+        except yaml.YAMLError:
+            loaded = value
+        scalar = (bool, int, float, str)
+        uniform = (isinstance(loaded, list) and loaded and type(loaded[0]) in scalar
+                   and all(type(x) is type(loaded[0]) for x in loaded))
+        out[key] = loaded if type(loaded) in scalar or uniform else value
+    return out
+
+
+def skipped_line(name: str, why: str) -> str:
+    return f'{name} not started: {why}'
 
 
 class NodeExitedError(UserError):
@@ -413,6 +516,8 @@ def main(argv=None) -> int:
     graph = Graph(specs, ns.log_dir).start()
     print(f'started {", ".join(s.name for s in specs)}; Ctrl-C or SIGTERM stops them',
           flush=True)
+    for name, why in specs.skipped.items():
+        print(skipped_line(name, why), flush=True)
     try:
         while True:
             graph.check_alive()

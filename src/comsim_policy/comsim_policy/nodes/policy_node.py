@@ -14,6 +14,16 @@ no command with a non-finite value is ever published); the e-stop (`~/estop`) la
 `~/dry_run_commands`; every target is clamped to joint and velocity limits. State, hold reason,
 inference latency, achieved rates and counts of discarded, clamped and withheld commands go to
 /diagnostics.
+
+Inputs on a real lab: ``image_transport: compressed`` subscribes to ``<camera>/compressed``
+(sensor_msgs/CompressedImage, JPEG or PNG) instead of raw Images; either is decoded by
+``comsim_core.episodes.images.decode_rgb``, the decoder training read the episodes with. Every
+subscription's reliability, history and depth follow ``qos_overrides.<topic>.subscription.*``
+(``comsim_core.ros.qos``): a best-effort camera driver needs ``reliability: best_effort``, and
+the start-up error says so when such publishers are seen. ``gripper_output: forward_topic``
+takes the gripper joint out of the arm's command and sends it alone on ``gripper_topic`` (a
+Float64MultiArray, as ros2_control's forward command controller takes it), each chunk's
+gripper target when it falls due.
 """
 from __future__ import annotations
 
@@ -27,13 +37,13 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
-from sensor_msgs.msg import Image, JointState
+from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from comsim_core.episodes.errors import EpisodeError
-from comsim_core.episodes.images import image_to_rgb
+from comsim_core.episodes.images import decode_rgb
 from comsim_core.ros.messages import (
     COMMAND_QOS,
     IMAGE_QOS,
@@ -44,6 +54,7 @@ from comsim_core.ros.messages import (
     trajectory_msg,
 )
 from comsim_core.ros.params import Param, declare_parameters
+from comsim_core.ros.qos import best_effort_hint, check_qos_overrides, subscribe
 from comsim_core.ros.run import NodeStartupError, run_node
 from comsim_policy.controller import (
     OUTPUTS,
@@ -57,6 +68,9 @@ from comsim_policy.controller import (
 )
 from comsim_policy.safety import HoldReason, State
 
+IMAGE_TRANSPORTS = ('raw', 'compressed')
+GRIPPER_OUTPUTS = ('none', 'forward_topic')
+
 DEFAULTS = {
     'checkpoint': Param('', 'checkpoint directory (config.yaml + model.safetensors)'),
     'device': Param('', "torch device; '' = the runner's choice (cuda when present, else cpu)"),
@@ -66,11 +80,30 @@ DEFAULTS = {
                          'arm'),
     'output': Param('trajectory', 'trajectory: one JointTrajectory per chunk; forward: one '
                     'Float64MultiArray per control period', choices=OUTPUTS),
-    'trajectory_topic': Param('/joint_trajectory_controller/joint_trajectory',
-                              'where output=trajectory sends chunks'),
-    'forward_topic': Param('/forward_position_controller/commands',
-                           'where output=forward sends positions'),
-    'joint_states_topic': Param('/joint_states', 'the arm driver\'s sensor_msgs/JointState'),
+    # Topic names are relative, as a ROS driver's are: a namespace and remappings
+    # (`-r joint_states:=/arm1/joint_states`) apply to them.
+    'trajectory_topic': Param('joint_trajectory_controller/joint_trajectory',
+                              'where output=trajectory sends chunks (relative: under the '
+                              'namespace; remappable)'),
+    'forward_topic': Param('forward_position_controller/commands',
+                           'where output=forward sends positions (relative: under the '
+                           'namespace; remappable)'),
+    'joint_states_topic': Param('joint_states', "the arm driver's sensor_msgs/JointState "
+                                '(relative: under the namespace; remappable)'),
+    'image_transport': Param('raw', "raw: sensor_msgs/Image on each camera topic; compressed: "
+                             'sensor_msgs/CompressedImage (JPEG/PNG) on <camera topic>/compressed, '
+                             "as image_transport's compressed plugin publishes it",
+                             choices=IMAGE_TRANSPORTS),
+    'gripper_output': Param('none', 'none: the gripper joint is one more joint of the arm '
+                            "command; forward_topic: it leaves the arm's command and goes alone "
+                            'on gripper_topic (std_msgs/Float64MultiArray, one value, as '
+                            "ros2_control's forward command controller takes it)",
+                            choices=GRIPPER_OUTPUTS),
+    'gripper_topic': Param('gripper_controller/commands', 'where gripper_output=forward_topic '
+                           'sends the gripper command (relative: under the namespace; '
+                           'remappable)'),
+    'gripper_joint': Param('gripper', "the checkpoint's joint that gripper_output=forward_topic "
+                           'sends on its own'),
     'inference_rate_hz': Param(0.0, '0 = ask for the next chunk just in time; > 0 = at this '
                                'fixed rate', range=(0.0, 100.0)),
     'inference_timeout_s': Param(2.0, 'a prediction out longer than this holds the arm until '
@@ -136,10 +169,23 @@ class PolicyNode(Node):
         self.t_start = time.monotonic()
         self.published_status: tuple | None = None
 
-        self.create_subscription(JointState, self.p.joint_states_topic, self._on_joint_state,
-                                 SENSOR_QOS)
-        for topic in self.cameras:
-            self.create_subscription(Image, topic, self._image_cb(topic), IMAGE_QOS)
+        # Every subscription's history, depth and reliability can be overridden
+        # (qos_overrides.<topic>.subscription.reliability: best_effort for such a camera).
+        compressed = self.p.image_transport == 'compressed'
+        image_type = CompressedImage if compressed else Image
+        self.image_topics = {c: f'{c}/compressed' if compressed else c for c in self.cameras}
+        check_qos_overrides(self, [self.p.joint_states_topic, *self.image_topics.values()])
+        self.js_sub = subscribe(self, JointState, self.p.joint_states_topic,
+                                self._on_joint_state, SENSOR_QOS)
+        self.image_subs = {c: subscribe(self, image_type, t, self._image_cb(c), IMAGE_QOS)
+                           for c, t in self.image_topics.items()}
+        self.arm_index, self.gripper_index = self._split_gripper()
+        self.gripper_due: list[tuple[float, float]] = []   # (time due, gripper target)
+        self.gripper_pub = None
+        if self.p.gripper_output == 'forward_topic':
+            self.gripper_pub = self.create_publisher(
+                Float64MultiArray, '~/dry_run_gripper_commands' if self.p.dry_run
+                else self.p.gripper_topic, COMMAND_QOS)
         if self.p.dry_run:
             out_topic = '~/dry_run_commands'
         else:
@@ -160,8 +206,24 @@ class PolicyNode(Node):
         self._publish_status()
         self.get_logger().info(
             f'policy: {self.p.checkpoint} on {len(self.joint_names)} joints, cameras '
-            f'{self.cameras}, {cfg.control_hz:g} Hz, output={self.p.output} -> {out_topic}'
-            f'{" (DRY RUN)" if self.p.dry_run else ""}')
+            f'{self.cameras} ({self.p.image_transport}), {cfg.control_hz:g} Hz, '
+            f'output={self.p.output} -> {self.out_pub.topic_name}'
+            + (f', gripper -> {self.gripper_pub.topic_name}' if self.gripper_pub else '')
+            + (' (DRY RUN)' if self.p.dry_run else ''))
+
+    def _split_gripper(self) -> tuple[list[int], int | None]:
+        """Columns of the arm's command and the gripper's (None: the gripper stays in the
+        arm's command)."""
+        everything = list(range(len(self.joint_names)))
+        if self.p.gripper_output == 'none':
+            return everything, None
+        if self.p.gripper_joint not in self.joint_names:
+            raise PolicyStartupError(
+                f'policy: gripper_joint {self.p.gripper_joint!r} is not a joint of checkpoint '
+                f'{self.p.checkpoint} (its joints: {self.joint_names}); gripper_output='
+                f'{self.p.gripper_output} needs it')
+        g = self.joint_names.index(self.p.gripper_joint)
+        return [i for i in everything if i != g], g
 
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
@@ -181,10 +243,13 @@ class PolicyNode(Node):
             self.ctl.observe_joint_state(self._now(), time_to_sec(msg.header.stamp), q)
 
     def _image_cb(self, topic):
-        def callback(msg: Image):
+        """Images of camera ``topic`` (the checkpoint's name for it; raw or compressed)."""
+        where = self.image_topics[topic]
+
+        def callback(msg: Image | CompressedImage):
             try:
-                rgb = image_to_rgb(msg, topic)
-            except EpisodeError as exc:  # an encoding or size the node cannot read
+                rgb = decode_rgb(msg, where)
+            except EpisodeError as exc:  # an encoding, size or format the node cannot read
                 self.get_logger().error(str(exc), throttle_duration_sec=5.0)
                 return
             if topic not in self.sizes:
@@ -215,13 +280,16 @@ class PolicyNode(Node):
             return
         if time.monotonic() - self.t_start > float(self.p.startup_timeout_s):
             images = sorted(t for t, types in self.get_topic_names_and_types()
-                            if 'sensor_msgs/msg/Image' in types)
-            missing = [c for c in self.cameras if c not in self.sizes]
+                            if {'sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage'}
+                            & set(types))
+            missing_subs = [s for c, s in self.image_subs.items() if c not in self.sizes]
             if self.js_names is None:
-                missing.append(self.p.joint_states_topic)
+                missing_subs.append(self.js_sub)
+            missing = [s.topic_name for s in missing_subs]   # resolved: namespace, remaps
+            hints = [h for h in (best_effort_hint(self, s) for s in missing_subs) if h]
             self._fail(PolicyStartupError(
                 f'no data on {missing} after {self.p.startup_timeout_s:g} s; '
-                f'image topics seen: {images}'))
+                f'image topics seen: {images}' + ''.join(f'; {h}' for h in hints)))
 
     def _fail(self, exc: Exception):
         """Fatal at start-up: never move, say why everywhere, and stop the node."""
@@ -265,6 +333,8 @@ class PolicyNode(Node):
         now = self._now()
         with self.lock:
             self._publish(self.ctl.update(now))
+            if self.gripper_due:
+                self._send_gripper(now)
             request = self.ctl.request(now)
             if request is not None:
                 future = self.worker.submit(self.ctl.predict, request)
@@ -297,14 +367,35 @@ class PolicyNode(Node):
             targets = out.position[None]
         else:
             targets = out.targets
+        arm, names = self.arm_index, [self.joint_names[i] for i in self.arm_index]
         if self.p.output == 'forward':
-            self.out_pub.publish(Float64MultiArray(data=[float(x) for x in targets[-1]]))
+            self.out_pub.publish(Float64MultiArray(data=[float(x) for x in targets[-1][arm]]))
         elif isinstance(out, Command):
-            self.out_pub.publish(chunk_trajectory_msg(self.joint_names, out.targets, out.t_obs,
+            self.out_pub.publish(chunk_trajectory_msg(names, out.targets[:, arm], out.t_obs,
                                                       self.period, out.offset))
         else:
-            self.out_pub.publish(trajectory_msg(self.joint_names, out.position, 0.0,
-                                                self.period))
+            self.out_pub.publish(trajectory_msg(names, out.position[arm], 0.0, self.period))
+        if self.gripper_pub is not None:
+            self._route_gripper(out, targets)
+
+    def _route_gripper(self, out: Output, targets: np.ndarray):
+        """The gripper's share of an arm command: a hold or a forward step at once; a chunk's
+        targets each when due (the trajectory's times), sent by ``_send_gripper``."""
+        g = self.gripper_index
+        if isinstance(out, Command) and self.p.output == 'trajectory':
+            self.gripper_due = [(out.t_obs + out.offset + i * self.period, float(q[g]))
+                                for i, q in enumerate(out.targets)]
+            self._send_gripper(self._now())
+        else:
+            self.gripper_due = []
+            self.gripper_pub.publish(Float64MultiArray(data=[float(targets[-1][g])]))
+
+    def _send_gripper(self, now: float):
+        """The latest gripper target of the current chunk that is due by ``now``."""
+        due = [v for t, v in self.gripper_due if t <= now + 1e-9]
+        if due:
+            self.gripper_due = self.gripper_due[len(due):]
+            self.gripper_pub.publish(Float64MultiArray(data=[due[-1]]))
 
     # -- reporting ----------------------------------------------------------------------------
     def _status(self) -> dict:

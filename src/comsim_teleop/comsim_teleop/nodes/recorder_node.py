@@ -37,6 +37,12 @@ from comsim_core.episodes.topics import TopicSpec, qos_dict
 from comsim_core.paths import resolve_config_path
 from comsim_core.ros.messages import LATCHED_QOS
 from comsim_core.ros.params import Param, declare_parameters
+from comsim_core.ros.qos import (
+    check_qos_overrides,
+    reliability_name,
+    subscribe,
+    unmatched_publishers,
+)
 from comsim_core.ros.run import run_node
 from comsim_teleop.recording import EpisodeRecorder
 
@@ -58,7 +64,8 @@ DEFAULTS = {
     'lab_config_file': Param('', 'lab description stored with each episode', dynamic=True),
     'min_free_mb': 200,
     'queue_size': 2000,
-    'qos_depth': 100,
+    'qos_depth': Param(100, 'subscription history depth (reliability follows the publishers; '
+                       'qos_overrides.<topic>.subscription.* win over both)', range=(1, 100000)),
     'rate_check_period_s': 2.0,
     'status_period_s': 1.0,
     'keyboard': False,
@@ -90,6 +97,7 @@ class RecorderNode(Node):
         self.specs = [parse_topic_spec(e) for e in self.p.topics]
         for spec in self.specs:
             message_class(spec.msgtype)  # fail at start-up on a type that is not installed
+        check_qos_overrides(self, [spec.name for spec in self.specs])
         self.status_pub = self.create_publisher(String, '~/status', LATCHED_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.recorder = EpisodeRecorder(self.p.output_dir, self.specs, storage=self.p.storage,
@@ -118,7 +126,8 @@ class RecorderNode(Node):
 
         As rosbag2 does: reliable when every publisher is reliable (large images over UDP lose
         fragments under best effort), best effort otherwise (a reliable subscription would not
-        match a best-effort publisher at all).
+        match a best-effort publisher at all). ``qos_overrides.<topic>.subscription.*``
+        parameters win over that choice (rosbag2's ``--qos-profile-overrides-path``).
         """
         for spec in self.specs:
             if spec.name in self.subscribed:
@@ -133,13 +142,15 @@ class RecorderNode(Node):
                              else ReliabilityPolicy.BEST_EFFORT)
             self.recorder.set_offered_qos(spec.name, [qos_dict(i.qos_profile) for i in infos])
             cls = message_class(spec.msgtype)
-            self.create_subscription(cls, spec.name, self._make_callback(spec.name), qos,
-                                     raw=True)
+            sub = subscribe(self, cls, spec.name, self._make_callback(spec.name), qos, raw=True)
             if cls is CameraInfo:
-                self.create_subscription(CameraInfo, spec.name, self._make_info_cb(spec.name),
-                                         qos)
-            self.subscribed[spec.name] = 'reliable' if reliable else 'best_effort'
+                subscribe(self, CameraInfo, spec.name, self._make_info_cb(spec.name), qos)
+            self.subscribed[spec.name] = reliability_name(sub.qos_profile.reliability)
             self.get_logger().info(f'subscribed {spec.name} ({self.subscribed[spec.name]})')
+            if unmatched := unmatched_publishers(self, sub):
+                self.get_logger().warning(
+                    f'{spec.name}: the reliable subscription (qos_overrides) never receives '
+                    f'from best-effort publishers {unmatched}')
 
     def _make_callback(self, topic):
         record = self.recorder.on_message

@@ -52,13 +52,15 @@ DEFAULTS = {
     'robot_model': '',
     'rate_hz': 50.0,
     'output': 'trajectory',
-    'trajectory_topic': '/joint_trajectory_controller/joint_trajectory',
-    'forward_topic': '/forward_position_controller/commands',
-    'joint_states_topic': '/joint_states',
-    'leader_topic': '/leader/joint_states',
-    'twist_topic': '/teleop/twist',
-    'joy_topic': '/joy',
-    'task_state_topic': '/bench_lab/task_state',
+    # Topic names are relative, as a ROS driver's are: a namespace (/arm1) and remappings
+    # (`-r joint_states:=/arm1/joint_states`) apply to them.
+    'trajectory_topic': 'joint_trajectory_controller/joint_trajectory',
+    'forward_topic': 'forward_position_controller/commands',
+    'joint_states_topic': 'joint_states',
+    'leader_topic': 'leader/joint_states',
+    'twist_topic': 'teleop/twist',
+    'joy_topic': 'joy',
+    'task_state_topic': 'bench_lab/task_state',
     'velocity_scale': Param(1.0, 'fraction of the robot model\'s joint velocity limits the '
                             'commands may use; takes effect at once', range=(0.01, 1.0),
                             dynamic=True),
