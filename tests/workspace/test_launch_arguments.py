@@ -230,9 +230,11 @@ def test_comsim_launch_starts_an_installed_robot_state_publisher_with_the_urdf(t
     bin_dir = tmp_path / 'bin'
     bin_dir.mkdir()
     fake = bin_dir / 'robot_state_publisher'
-    fake.write_text(f'#!{sys.executable}\nimport json, sys, time\n'
+    # SIGINT handled explicitly: a suite started from a background job inherits it ignored.
+    fake.write_text(f'#!{sys.executable}\nimport json, signal, sys, time\n'
+                    'signal.signal(signal.SIGINT, lambda *_: sys.exit(0))\n'
                     f'open({str(argv_file)!r}, "w").write(json.dumps(sys.argv))\n'
-                    f'try:\n    time.sleep(120)\nexcept KeyboardInterrupt:\n    pass\n')
+                    'time.sleep(120)\n')
     fake.chmod(0o755)
     launch = tmp_path / 'rsp.launch.py'
     record = load_launch_module(RECORD)

@@ -512,7 +512,10 @@ def main(argv=None) -> int:
                               overrides)
     # SIGTERM (docker stop, systemd, a supervisor) stops the graph as Ctrl-C does: without
     # this the interpreter dies at once and the child nodes, in sessions of their own, live on.
+    # SIGINT explicitly too: a process started from a script's background job inherits SIGINT
+    # ignored, and would then never stop on it.
     signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     graph = Graph(specs, ns.log_dir).start()
     print(f'started {", ".join(s.name for s in specs)}; Ctrl-C or SIGTERM stops them',
           flush=True)
