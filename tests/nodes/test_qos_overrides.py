@@ -16,7 +16,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import String
-from std_srvs.srv import Trigger
+from trigger_service import call
 
 from comsim_core.episodes.reader import Episode
 from comsim_core.ros.messages import IMAGE_QOS, LATCHED_QOS, SENSOR_QOS, image_msg
@@ -72,14 +72,6 @@ def test_a_bad_override_is_one_line(ros_node, key, value, why):
         node.destroy_node()
 
 
-def _call(node, name, spin_until):
-    client = node.create_client(Trigger, name)
-    assert client.wait_for_service(timeout_sec=15), name
-    future = client.call_async(Trigger.Request())
-    assert spin_until(node, future.done, 30), name
-    return future.result()
-
-
 def test_recorder_records_a_best_effort_compressed_camera_and_obeys_overrides(
         ros_node, start_node, tmp_path, spin_until):
     """Two best-effort cameras: PNG CompressedImages on /cam/image_raw/compressed (override
@@ -106,7 +98,7 @@ def test_recorder_records_a_best_effort_compressed_camera_and_obeys_overrides(
     assert status['subscribed'] == {'/joint_states': 'best_effort',
                                     '/cam/image_raw/compressed': 'best_effort',
                                     '/cam2/image_raw': 'reliable'}
-    assert _call(ros_node, '/recorder/start', spin_until).success
+    assert call(ros_node, '/recorder/start', spin_until).success
     frames = {}
     t0, i = time.monotonic(), 0
     while time.monotonic() - t0 < 2.0:
@@ -125,7 +117,7 @@ def test_recorder_records_a_best_effort_compressed_camera_and_obeys_overrides(
             raw_pub.publish(image_msg(rgb, now.nanoseconds * 1e-9, 'cam2'))
         i += 1
         spin_until(ros_node, lambda: False, 0.01)
-    resp = _call(ros_node, '/recorder/stop_success', spin_until)
+    resp = call(ros_node, '/recorder/stop_success', spin_until)
     assert resp.success, resp.message
     path = json.loads(resp.message)['path']
     log = proc.log_path.read_text()

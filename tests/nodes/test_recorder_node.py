@@ -10,7 +10,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rosbags.highlevel import AnyReader
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
-from std_srvs.srv import Trigger
+from trigger_service import call
 
 from comsim_core.episodes.meta import EpisodeMeta
 from comsim_core.episodes.reader import Episode
@@ -19,14 +19,6 @@ from comsim_core.ros.messages import IMAGE_QOS, LATCHED_QOS, SENSOR_QOS, image_m
 pytestmark = pytest.mark.ros
 
 TOPICS = ['/joint_states sensor_msgs/msg/JointState 100', '/cam/image_raw sensor_msgs/msg/Image 20']
-
-
-def call(node, name, spin_until):
-    client = node.create_client(Trigger, name)
-    assert client.wait_for_service(timeout_sec=15), name
-    future = client.call_async(Trigger.Request())
-    assert spin_until(node, future.done, 30), name
-    return future.result()
 
 
 def publish_for(node, seconds, js_pub, img_pub, spin_until):

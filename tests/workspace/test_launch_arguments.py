@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import types
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,27 @@ RECORD, DEPLOY = LAUNCH / 'record.launch.py', LAUNCH / 'deploy.launch.py'
 
 def arguments(path: Path) -> dict:
     return load_launch_module(path).ARGUMENTS
+
+
+@contextmanager
+def launched(args: list[str], **popen):
+    """comsim-launch with `args` as a child process (output on its stdout); killed on the way
+    out if a failed test left it running."""
+    proc = subprocess.Popen([sys.executable, '-m', 'comsim_core.ros.graph', *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def interrupt(proc) -> str:
+    """Stop comsim-launch as Ctrl-C does; its output, once it has exited 0."""
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    return out
 
 
 @pytest.mark.parametrize('launch_file', sorted(LAUNCH.glob('*.launch.py')), ids=lambda p: p.name)
@@ -244,12 +266,10 @@ def test_comsim_launch_starts_an_installed_robot_state_publisher_with_the_urdf(t
         f'NODES = [{[n for n in record.NODES if n["name"] == "robot_state_publisher"][0]!r}]\n'
         "ARGUMENTS = {'use_sim_time': ('false', 'clock'), **COMMON_ARGUMENTS, "
         "'robot_description': ('', 'arm')}\n")
-    proc = subprocess.Popen(
-        [sys.executable, '-m', 'comsim_core.ros.graph', str(launch), 'namespace:=arm1',
-         'remappings:=joint_states:=/driver/joint_states'],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
-        env={**os.environ, 'PATH': f'{bin_dir}{os.pathsep}{os.environ["PATH"]}'})
-    try:
+    with launched([str(launch), 'namespace:=arm1',
+                   'remappings:=joint_states:=/driver/joint_states'], cwd=tmp_path,
+                  env={**os.environ, 'PATH': f'{bin_dir}{os.pathsep}{os.environ["PATH"]}'}
+                  ) as proc:
         assert 'started robot_state_publisher' in proc.stdout.readline()
         for _ in range(300):
             if argv_file.exists() and argv_file.read_text():
@@ -257,12 +277,7 @@ def test_comsim_launch_starts_an_installed_robot_state_publisher_with_the_urdf(t
             proc.poll() is None or pytest.fail(proc.stdout.read())
             time.sleep(0.1)
         argv = json.loads(argv_file.read_text())
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, out
+        interrupt(proc)
     assert argv[1:8] == ['--ros-args', '-r', '__node:=robot_state_publisher', '-r',
                          '__ns:=/arm1', '-r', 'joint_states:=/driver/joint_states']
     [params] = [argv[i + 1] for i, a in enumerate(argv) if a == '--params-file']
@@ -316,13 +331,11 @@ def test_comsim_launch_applies_namespace_params_file_and_robot_description(
     mine = tmp_path / 'mine.yaml'
     mine.write_text(yaml.safe_dump({'recorder': {'ros__parameters': {
         'output_dir': str(tmp_path / 'episodes'), 'operator': 'alice'}}}))
-    proc = subprocess.Popen(
-        [sys.executable, '-m', 'comsim_core.ros.graph', 'record.launch.py', 'bench_lab:=false',
-         'namespace:=arm1', f'params_file:={mine}', f'robot_description:={DEFAULT_ARM_PATH}',
-         'remappings:=joint_states:=/driver/joint_states', '--log-dir', str(tmp_path / 'logs')],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
-        env={**os.environ, 'COMSIM_DEBUG': '1'})
-    try:
+    with launched(['record.launch.py', 'bench_lab:=false', 'namespace:=arm1',
+                   f'params_file:={mine}', f'robot_description:={DEFAULT_ARM_PATH}',
+                   'remappings:=joint_states:=/driver/joint_states',
+                   '--log-dir', str(tmp_path / 'logs')],
+                  cwd=tmp_path, env={**os.environ, 'COMSIM_DEBUG': '1'}) as proc:
         assert 'started teleop, recorder' in proc.stdout.readline()
         # robot_state_publisher is not on PyPI: left out, with one line saying so.
         assert proc.stdout.readline().startswith('robot_state_publisher not started: ')
@@ -344,12 +357,7 @@ def test_comsim_launch_applies_namespace_params_file_and_robot_description(
         assert ros_node.count_subscribers('/arm1/joint_states') == 0
         assert ros_node.count_publishers(command) == 1
         assert proc.poll() is None
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, out
+        interrupt(proc)
 
 
 @pytest.mark.ros

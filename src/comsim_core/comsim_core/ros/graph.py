@@ -214,18 +214,18 @@ def build_graph(nodes: list[dict], config: Path, declared: dict[str, tuple[str, 
         node_overrides = dict(overrides.get(name, {}))
         if 'use_sim_time' in args:
             node_overrides.setdefault('use_sim_time', args['use_sim_time'])
-        for param, argument in node.get('from_arguments', {}).items():
+        def argument(param: str, argument: str) -> str:
             if argument not in args:
                 raise UserError(f'{where}: node {name!r} takes {param!r} from the undeclared '
                                 f'launch argument {argument!r}')
-            if args[argument]:
-                node_overrides.setdefault(param, args[argument])
+            return args[argument]
+
+        for param, arg in node.get('from_arguments', {}).items():
+            if value := argument(param, arg):
+                node_overrides.setdefault(param, value)
         if 'robot_description_from' in node:
-            argument = node['robot_description_from']
-            if argument not in args:
-                raise UserError(f'{where}: node {name!r} takes robot_description from the '
-                                f'undeclared launch argument {argument!r}')
-            params.append(robot_description_params(args[argument] or None, fqn))
+            path = argument('robot_description', node['robot_description_from'])
+            params.append(robot_description_params(path or None, fqn))
         rules = [*map(tuple, node.get('remappings', [])), *remaps.get('', []),
                  *remaps.get(name, [])]
         specs.append(NodeSpec(node['package'], node['executable'], name, params,
