@@ -345,6 +345,11 @@ def test_comsim_launch_applies_namespace_params_file_and_robot_description(
                             'storage': 'mcap', 'use_sim_time': False}
         teleop = get_parameters(ros_node, spin_until, '/arm1/teleop', ['robot_model', 'source'])
         assert teleop == {'robot_model': str(DEFAULT_ARM_PATH), 'source': 'scripted'}
+        # The node list is the graph cache: the recorder answered, but may be listed later.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and \
+                ('recorder', '/arm1') not in ros_node.get_node_names_and_namespaces():
+            time.sleep(0.2)
         assert ('recorder', '/arm1') in ros_node.get_node_names_and_namespaces()
         # The teleop's topics are relative: under /arm1, and remapped where a rule says so.
         deadline = time.monotonic() + 30
