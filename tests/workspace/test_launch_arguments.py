@@ -35,15 +35,20 @@ def arguments(path: Path) -> dict:
 
 @contextmanager
 def launched(args: list[str], **popen):
-    """comsim-launch with `args` as a child process (output on its stdout); killed on the way
-    out if a failed test left it running."""
+    """comsim-launch with `args` as a child process (output on its stdout). If a failed test
+    leaves it running it is stopped with SIGTERM first, so it stops its nodes (they run in
+    sessions of their own and would outlive a SIGKILL), and killed only if that hangs."""
     proc = subprocess.Popen([sys.executable, '-m', 'comsim_core.ros.graph', *args],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
     try:
         yield proc
     finally:
         if proc.poll() is None:
-            proc.kill()
+            proc.terminate()
+            try:
+                proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 def interrupt(proc) -> str:
