@@ -199,6 +199,26 @@ def test_streaming_steps_through_the_chunk_one_row_per_period(checkpoints):
     assert np.all(np.abs(second.targets - first.targets) <= ROBOT.max_velocity * 0.1 + 1e-9)
 
 
+def test_streaming_sends_every_period_when_each_chunk_is_replaced_after_one_row(checkpoints):
+    """Inference every period: each new chunk replaces the old one at the same row index;
+    the row due now must still be sent each period, not only the first."""
+    runner = PolicyRunner.load(checkpoints['wide'], device='cpu')
+    shaper = CommandShaper(ROBOT.lower, ROBOT.upper, ROBOT.max_velocity)
+    ctl = PolicyController(runner, shaper, STALE, inference_period=0.1, stream=True)
+    ctl.check_robot(ROBOT.joint_names, {c: SIZE for c in CAMS})
+    ctl.set_enabled(True)
+    sent = []
+    for k in range(8):
+        now = 10.0 + 0.1 * k
+        feed(ctl, now)
+        sent += [o for o in [ctl.update(now)] if isinstance(o, Command)]
+        request = ctl.request(now)
+        if request is not None:  # arrives 10 ms later: its row 0 is already due, dropped
+            ctl.accept(ctl.predict(request), now + 0.01)
+        sent += [o for o in [ctl.update(now + 0.05)] if isinstance(o, Command)]
+    assert ctl.chunks == 8 and ctl.dropped == 8 and len(sent) == 7
+
+
 def test_warm_up_predicts_once_on_blank_inputs(checkpoints):
     ctl = controller(checkpoints['wide'])
     assert ctl.warm_up() > 0 and ctl.diagnostics(0.0)['warm_up_ms'] != 'n/a'

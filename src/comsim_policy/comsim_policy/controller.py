@@ -116,7 +116,9 @@ class PolicyController:
         self.stalls = 0                # predictions that overran inference_timeout_s
         self.generation = 0            # bumped by every new episode or hold: late results ignored
         self.sent: tuple[np.ndarray, np.ndarray] | None = None  # published (times, targets)
-        self.forward_index = -1
+        # (chunk, row) last streamed: a replacement chunk's row has the same index as the
+        # old chunk's, and must still be sent.
+        self.forward_key: tuple[int, int] | None = None
         self.q_measured: np.ndarray | None = None
         self.warm_up_ms: float | None = None
         self.infer_ms: deque[float] = deque(maxlen=50)
@@ -230,9 +232,9 @@ class PolicyController:
             return self._drop_chunk_and_hold(HoldReason.INFERENCE_STALLED, text)
         target = self.scheduler.advance(now)
         if self.stream and target is not None and self.safety.may_move:
-            index = self.scheduler.chunk.executed
-            if index != self.forward_index:
-                self.forward_index = index
+            key = (self.chunks, self.scheduler.chunk.executed)
+            if key != self.forward_key:
+                self.forward_key = key
                 return self._command(Command(target[None], now, 0.0, chunk=False))
         return None
 
@@ -301,7 +303,7 @@ class PolicyController:
         self.generation += 1
         self.scheduler.reset()
         self.sent = None
-        self.forward_index = -1
+        self.forward_key = None
 
     def _drop_chunk_and_hold(self, reason: HoldReason, text: str) -> Output:
         self._new_episode()
