@@ -58,3 +58,33 @@ def test_sigterm_stops_every_node_of_the_graph(tmp_path):
     assert proc.returncode == 0, out
     assert 'stopped:' in out
     assert not [pid for pid in nodes if alive(pid)]
+
+
+@pytest.mark.ros
+def test_the_nodes_stop_when_the_launcher_is_killed(tmp_path):
+    """SIGKILL (the OOM killer, `kill -9`) gives the launcher no chance to stop its nodes:
+    they get SIGTERM from the kernel when it dies, and stop as they do on SIGTERM."""
+    env = {**os.environ, 'ROS_DOMAIN_ID': str(100 + os.getpid() % 50)}
+    proc = subprocess.Popen([sys.executable, '-m', 'comsim_core.ros.graph',
+                             str(ROOT / 'launch' / 'record.launch.py'), 'bench_lab:=false',
+                             '--log-dir', str(tmp_path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
+    nodes = []
+    try:
+        assert 'started teleop, recorder' in proc.stdout.readline()
+        deadline = time.monotonic() + 60
+        while len(children(proc.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        nodes = children(proc.pid)
+        assert len(nodes) >= 2
+        time.sleep(2.0)
+        proc.kill()
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 30
+        while any(alive(pid) for pid in nodes) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [pid for pid in nodes if alive(pid)]
+    finally:
+        for pid in nodes:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)

@@ -401,6 +401,16 @@ class NodeExitedError(UserError):
     """Nodes that stopped on a user mistake (exit code 2); the message carries their reason."""
 
 
+def _stop_with_parent() -> None:
+    """In a node's process before it runs (Linux): SIGTERM when the launcher dies, even by
+    SIGKILL or the OOM killer, which no handler of the launcher's own can catch; the nodes sit
+    in sessions of their own, so nothing else would stop them."""
+    import ctypes  # noqa: PLC0415
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+
+
 class Graph:
     """Child processes of one graph; a context manager that always stops them."""
 
@@ -418,7 +428,8 @@ class Graph:
                    if self.log_dir is not None else None)
             self.procs[spec.name] = subprocess.Popen(
                 spec.command(), stdout=out, stderr=subprocess.STDOUT if out else None,
-                env=self.env, start_new_session=True)
+                env=self.env, start_new_session=True,
+                preexec_fn=_stop_with_parent if sys.platform.startswith('linux') else None)
         return self
 
     def check_alive(self) -> None:
