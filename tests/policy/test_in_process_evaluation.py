@@ -69,6 +69,10 @@ def test_a_rollout_is_a_function_of_its_seed(env, checkpoint):
     assert (a1.success, a1.message, a1.sim_s, a1.renders) == \
         (a2.success, a2.message, a2.sim_s, a2.renders)
     assert [t for t, _ in a1.commands] == [t for t, _ in a2.commands]
+    # How far the card moved once the policy took over: recorded, and the same for the seed
+    # (0.6 s from home is too short to reach it).
+    assert set(a1.moved_m) == {'card'} and a1.moved_m == a2.moved_m
+    assert 0.0 <= a1.moved_m['card'] < 0.01
     for (_, q1), (_, q2) in zip(a1.commands, a2.commands, strict=True):
         np.testing.assert_array_equal(q1, q2)
     assert not all(np.array_equal(q1, q2) for (_, q1), (_, q2) in zip(a1.commands, b.commands))

@@ -67,6 +67,7 @@ class Outcome:
     renders: int
     chunks: int
     commands: list[tuple[float, np.ndarray]] = field(default_factory=list)
+    moved_m: dict[str, float] = field(default_factory=dict)   # object -> xy distance moved
 
 
 def build_controller(runner, policy: dict[str, Any], stale_after_s: float) -> PolicyController:
@@ -179,6 +180,7 @@ def run_rollout(env: Environment, ctl: PolicyController, task: str, seed: int, r
                 if not ok:
                     raise RuntimeError(f'policy refused to enable: {text}')
                 arm.apply(out, t)
+                start = env.object_poses()
             if frames_needed(tick, t):
                 for cam in cameras:
                     rgb = env.render(cam)
@@ -211,8 +213,11 @@ def run_rollout(env: Environment, ctl: PolicyController, task: str, seed: int, r
         next_cmd += cmd_period
         env.step(max(1, math.ceil((next_cmd - t) / dt - 1e-9)))
     ctl.set_enabled(False)
+    end = env.object_poses()
+    moved = {k: round(float(np.linalg.norm(end[k][:2] - start[k][:2])), 4)
+             for k in start if k in end}
     return Outcome(bool(success), why, round(env.time - t_enable, 3), round(timeout, 2), renders,
-                   ctl.chunks, arm.commands)
+                   ctl.chunks, arm.commands, moved)
 
 
 # -- jobs and workers --------------------------------------------------------------------------
@@ -290,7 +295,7 @@ class Worker:
         return Rollout(job.name, job.task, job.region, job.variant, job.seed, o.success,
                        o.message, o.sim_s, round(time.monotonic() - wall0, 2), bag, sheet,
                        o.timeout_s, o.renders, o.chunks,
-                       round(time.process_time() - cpu0, 2))
+                       round(time.process_time() - cpu0, 2), o.moved_m)
 
 
 _worker: Worker | None = None

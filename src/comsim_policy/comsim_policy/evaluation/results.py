@@ -32,6 +32,9 @@ class Rollout:
     renders: int = 0         # camera frames rendered (in-process: only those the policy saw)
     chunks: int = 0          # action chunks accepted
     cpu_s: float = 0.0       # in-process: CPU seconds of the worker (all its threads)
+    # in-process: how far each task object moved on the table (m, xy) from the moment the
+    # policy took over: tells a push that missed (0) from one that went astray
+    moved_m: dict[str, float] = field(default_factory=dict)
 
     @property
     def cell(self) -> tuple[str, str, str]:
