@@ -147,3 +147,40 @@ def test_status_and_diagnostics_report_a_full_disk_without_any_service_call(
     episode = next(p for p in small_tmpfs.iterdir() if p.is_dir())
     side = yaml.safe_load((episode / 'episode.yaml').read_text())
     assert side['status'] == 'failed' and side['success'] is False
+
+
+def test_latched_robot_description_starts_every_episode_and_missing_optional_types_are_skipped(
+        ros_node, start_node, tmp_path, spin_until):
+    """robot_state_publisher sends /robot_description once (transient local), before any
+    episode: both episodes' bags hold it. An `optional` entry whose message package is not
+    installed is left out with one line instead of stopping the recorder."""
+    out = tmp_path / 'episodes'
+    desc_pub = ros_node.create_publisher(String, '/robot_description', LATCHED_QOS)
+    desc_pub.publish(String(data='<robot name="comsim_arm"/>'))
+    topics = [TOPICS[0], '/robot_description std_msgs/msg/String',
+              '/not_here no_such_msgs/msg/Nothing optional']
+    proc = start_node('comsim-recorder', 'recorder', {
+        'use_sim_time': False, 'output_dir': str(out), 'topics': topics, 'min_free_mb': 1,
+        'task': 'latched'})
+    statuses = []
+    ros_node.create_subscription(String, '/recorder/status',
+                                 lambda m: statuses.append(json.loads(m.data)), LATCHED_QOS)
+    assert spin_until(ros_node, lambda: statuses and statuses[-1].get('subscribed', {}).get(
+        '/robot_description'), 20), statuses[-1:]
+    js_pub = ros_node.create_publisher(JointState, '/joint_states', SENSOR_QOS)
+    paths = []
+    for _ in range(2):
+        assert call(ros_node, '/recorder/start', spin_until).success
+        for _ in range(5):
+            js_pub.publish(JointState(name=['a'], position=[0.0]))
+            spin_until(ros_node, lambda: False, 0.05)
+        resp = call(ros_node, '/recorder/stop_success', spin_until)
+        assert resp.success, resp.message
+        paths.append(json.loads(resp.message)['path'])
+    for path in paths:
+        with AnyReader([Path(path)]) as reader:
+            conns = [c for c in reader.connections if c.topic == '/robot_description']
+            data = [reader.deserialize(raw, c.msgtype).data
+                    for c, _, raw in reader.messages(connections=conns)]
+        assert data == ['<robot name="comsim_arm"/>']
+    assert 'not recording /not_here (optional)' in proc.log_path.read_text()

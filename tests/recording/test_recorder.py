@@ -133,3 +133,32 @@ def test_live_rate_warnings(tmp_path: Path) -> None:
     assert len(warnings) == 1 and warnings[0].startswith('/cam: 10.0 Hz')
     rec.stop(True)
     assert rec.rate_warnings(t0) == []
+
+
+def test_latched_messages_start_every_episode(tmp_path: Path) -> None:
+    """A transient-local topic sent once before any episode (robot_description, tf_static) is
+    in every bag, stamped at the episode's start; a newer message replaces it."""
+    desc = TopicSpec('/robot_description', 'std_msgs/msg/String', None)
+    rec = EpisodeRecorder(tmp_path, [*TOPICS, desc], min_free_bytes=0)
+    rec.set_latched('/robot_description', keep=1)
+
+    def urdf(text: str) -> bytes:
+        return TS.serialize_cdr(TS.types['std_msgs/msg/String'](data=text),
+                                'std_msgs/msg/String')
+
+    rec.on_message('/robot_description', urdf('<robot name="old"/>'), 5 * MS)
+    rec.on_message('/robot_description', urdf('<robot name="arm"/>'), 6 * MS)  # while idle
+    paths = []
+    for k in range(2):
+        t0 = (10 + 5 * k) * 10**9
+        paths.append(rec.start({'task': 'latched'}, t_ns=t0))
+        _feed(rec, 10, t0 + MS)
+        summary = rec.stop(success=True)
+        assert summary.streams['/robot_description'].count == 1
+        assert summary.streams['/robot_description'].first_ns == t0
+    for path in paths:
+        with AnyReader([path], default_typestore=TS) as r:
+            conns = [c for c in r.connections if c.topic == '/robot_description']
+            msgs = [r.deserialize(raw, c.msgtype).data
+                    for c, _, raw in r.messages(connections=conns)]
+        assert msgs == ['<robot name="arm"/>']

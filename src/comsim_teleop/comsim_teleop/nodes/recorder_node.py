@@ -12,7 +12,10 @@ Ctrl-C closes the current episode cleanly.
 writer thread, at once: a full disk shows within the second, without any service call) and
 every `status_period_s`; the same tick puts per-topic rates and drops on `/diagnostics`.
 Each topic's publisher QoS, matched for the subscription, is recorded in the bag
-(`offered_qos_profiles`) as `ros2 bag record` does.
+(`offered_qos_profiles`) as `ros2 bag record` does. A topic whose publishers are all transient
+local (`/robot_description`, `/tf_static`) is subscribed transient local, and its last message
+per publisher starts every episode. A topic entry ending in `optional` is left out, with one
+line, where its message package is not installed (tf2_msgs on a pip install).
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from dataclasses import asdict
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -72,14 +75,21 @@ DEFAULTS = {
 }
 
 
-def parse_topic_spec(entry: str) -> TopicSpec:
-    """'topic type [rate_hz]' -> TopicSpec, e.g. '/joint_states sensor_msgs/msg/JointState 200'."""
+def parse_topic_spec(entry: str) -> tuple[TopicSpec, bool]:
+    """'topic type [rate_hz] [optional]' -> (TopicSpec, optional), e.g.
+    '/joint_states sensor_msgs/msg/JointState 200', '/tf tf2_msgs/msg/TFMessage optional'."""
     parts = entry.split()
-    if len(parts) not in (2, 3) or parts[1].count('/') != 2:
-        raise ValueError(
-            f'recorder: topic entry {entry!r} must read "TOPIC PKG/msg/TYPE [RATE_HZ]"')
-    rate = float(parts[2]) if len(parts) == 3 else None
-    return TopicSpec(parts[0], parts[1], rate)
+    optional = parts[-1:] == ['optional']
+    if optional:
+        parts = parts[:-1]
+    try:
+        if len(parts) not in (2, 3) or parts[1].count('/') != 2:
+            raise ValueError
+        rate = float(parts[2]) if len(parts) == 3 else None
+    except ValueError:
+        raise ValueError(f'recorder: topic entry {entry!r} must read "TOPIC PKG/msg/TYPE '
+                         f'[RATE_HZ] [optional]"') from None
+    return TopicSpec(parts[0], parts[1], rate), optional
 
 
 def message_class(msgtype: str):
@@ -94,9 +104,16 @@ class RecorderNode(Node):
     def __init__(self):
         super().__init__('recorder')
         self.p = declare_parameters(self, DEFAULTS)
-        self.specs = [parse_topic_spec(e) for e in self.p.topics]
-        for spec in self.specs:
-            message_class(spec.msgtype)  # fail at start-up on a type that is not installed
+        self.specs = []
+        for spec, optional in (parse_topic_spec(e) for e in self.p.topics):
+            try:
+                message_class(spec.msgtype)  # fail at start-up on a type that is not installed
+            except ValueError as exc:
+                if not optional:
+                    raise
+                self.get_logger().info(f'not recording {spec.name} (optional): {exc}')
+                continue
+            self.specs.append(spec)
         check_qos_overrides(self, [spec.name for spec in self.specs])
         self.status_pub = self.create_publisher(String, '~/status', LATCHED_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
@@ -137,9 +154,15 @@ class RecorderNode(Node):
                 continue
             reliable = all(i.qos_profile.reliability == ReliabilityPolicy.RELIABLE
                            for i in infos)
+            latched = all(i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
+                          for i in infos)
             qos = QoSProfile(depth=int(self.p.qos_depth), history=HistoryPolicy.KEEP_LAST,
                              reliability=ReliabilityPolicy.RELIABLE if reliable
-                             else ReliabilityPolicy.BEST_EFFORT)
+                             else ReliabilityPolicy.BEST_EFFORT,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL if latched
+                             else DurabilityPolicy.VOLATILE)
+            if latched:
+                self.recorder.set_latched(spec.name, keep=len(infos))
             self.recorder.set_offered_qos(spec.name, [qos_dict(i.qos_profile) for i in infos])
             cls = message_class(spec.msgtype)
             sub = subscribe(self, cls, spec.name, self._make_callback(spec.name), qos, raw=True)
@@ -193,7 +216,7 @@ class RecorderNode(Node):
         return serve
 
     def _start(self) -> str:
-        path = self.recorder.start(self._metadata())
+        path = self.recorder.start(self._metadata(), self.get_clock().now().nanoseconds)
         self.get_logger().info(f'recording {path}')
         return str(path)
 
@@ -207,7 +230,7 @@ class RecorderNode(Node):
         return 'discarded'
 
     def _rerecord(self) -> str:
-        return str(self.recorder.rerecord())
+        return str(self.recorder.rerecord(self.get_clock().now().nanoseconds))
 
     def _check_rates(self):
         for warning in self.recorder.rate_warnings(self.get_clock().now().nanoseconds):

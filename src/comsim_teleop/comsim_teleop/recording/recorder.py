@@ -14,6 +14,10 @@ the sidecar can still be rewritten on a full disk.
 operator's success: a failed write turns it false (the operator's verdict stays in
 ``operator_success``), so a broken bag never passes as a good demonstration.
 
+Latched topics (``set_latched``: a transient-local publisher such as ``/robot_description`` or
+``/tf_static`` sends once, long before any episode) keep their last messages, and every episode
+starts with them, stamped at its start: each bag is complete on its own.
+
 ``on_change`` (if given) is called after every state change and on a write failure, from the
 thread where it happened: the node publishes its status from there.
 """
@@ -124,6 +128,7 @@ class EpisodeRecorder:
         self._discarding = False
         self._started_mono = 0.0
         self._started_ns: int | None = None
+        self._latched: dict[str, deque[bytes]] = {}
 
     # ----------------------------------------------------------------- state machine
     @property
@@ -131,8 +136,10 @@ class EpisodeRecorder:
         """'idle' or 'recording'."""
         return self._state
 
-    def start(self, metadata: dict[str, Any] | None = None) -> Path:
-        """Open a new episode directory and start the writer thread; returns the directory."""
+    def start(self, metadata: dict[str, Any] | None = None, t_ns: int | None = None) -> Path:
+        """Open a new episode directory and start the writer thread; returns the directory.
+        ``t_ns``: the start on the messages' clock (the node's, sim time included), the stamp of
+        the latched messages written first; default: the wall clock."""
         if self._state != 'idle':
             raise RecorderError(f'cannot start: already recording {self._episode_dir}')
         metadata = dict(metadata or {})
@@ -173,9 +180,20 @@ class EpisodeRecorder:
                                         daemon=True)
         self._thread.start()
         self._state = 'recording'
+        stamp = time.time_ns() if t_ns is None else int(t_ns)
+        with self._lock:
+            latched = [(topic, raw) for topic, kept in self._latched.items() for raw in kept]
+        for topic, raw in latched:
+            self._enqueue(topic, raw, stamp)
         log.info('recording %s', path)
         self._changed()
         return path
+
+    def set_latched(self, topic: str, keep: int = 1) -> None:
+        """``topic``'s publishers are transient local: keep its last ``keep`` messages (one
+        per publisher) for the start of every episode."""
+        with self._lock:
+            self._latched[topic] = deque(self._latched.get(topic, ()), maxlen=max(1, keep))
 
     def set_offered_qos(self, topic: str, profiles: list[dict[str, Any]]) -> None:
         """QoS of ``topic``'s publishers (``topics.qos_dict``), recorded in the bag's metadata."""
@@ -185,6 +203,12 @@ class EpisodeRecorder:
 
     def on_message(self, topic: str, raw: bytes | memoryview, t_ns: int) -> None:
         """Enqueue one serialized message; never blocks (counts a drop when the queue is full)."""
+        if topic in self._latched:
+            with self._lock:
+                self._latched[topic].append(bytes(raw))
+        self._enqueue(topic, raw, t_ns)
+
+    def _enqueue(self, topic: str, raw: bytes | memoryview, t_ns: int) -> None:
         if self._state != 'recording' or topic not in self.topics:
             return
         with self._lock:
@@ -232,11 +256,11 @@ class EpisodeRecorder:
         self._changed()
         return path
 
-    def rerecord(self) -> Path:
+    def rerecord(self, t_ns: int | None = None) -> Path:
         """Discard the current/last episode and start again with the same metadata."""
         metadata = dict(self._metadata)
         self.discard()
-        return self.start(metadata)
+        return self.start(metadata, t_ns)
 
     # ----------------------------------------------------------------- monitoring
     def status(self) -> RecorderStatus:
