@@ -38,7 +38,6 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(lab: str, realism: str, options: dict[str, Any]) -> None:
-    os.environ.setdefault('MUJOCO_GL', 'egl')
     _WORKER['renderer'] = _renderer(lab, realism)
     _WORKER['options'] = options
 
@@ -92,7 +91,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 @cli_main('comsim-bench-lab-ground-truth')
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    os.environ.setdefault('MUJOCO_GL', 'egl')
     failed, episodes = 0, []
     for sim in args.sim:
         try:

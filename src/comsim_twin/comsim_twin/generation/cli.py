@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 from pathlib import Path
 
@@ -39,7 +38,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 @cli_main('comsim-twin-generate')
 def main(argv: list[str] | None = None) -> int:
-    os.environ.setdefault('MUJOCO_GL', 'egl')
     logging.basicConfig(level=logging.INFO, format='%(levelname)s %(name)s: %(message)s')
     args = parse_args(argv)
     cfg = GenerationConfig.load(args.config)

@@ -81,7 +81,6 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(backend_name: str) -> None:
-    os.environ.setdefault('MUJOCO_GL', 'egl')
     from comsim_twin.backends import make_backend
     _WORKER['backend'] = make_backend(backend_name)
 
