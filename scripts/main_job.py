@@ -307,7 +307,8 @@ def policy_stage(out: Path, episodes_dir: Path, data: dict, cfg: ExperimentConfi
                   strict=True)}
     trials = [dataclasses.asdict(Trial(letter[r.checkpoint], r.task,
                                        r.region if not r.variant else f'unseen {r.variant}',
-                                       r.seed, r.success)) for r in pol.evaluation.rollouts]
+                                       r.seed, r.success, max(r.moved_m.values(), default=None)))
+              for r in pol.evaluation.rollouts]
     labels = {a.label.split(':')[0]: a.label for a in arms}
     curves = report.training_curves(pol.trained, out / 'pictures')
     return {'trials': trials, 'labels': labels,

@@ -310,7 +310,11 @@ def experiment_section(trials, labels: dict[str, str], out: Path, curves: list[P
              '### Paired tests', '',
              'On each cell, rollout k of both arms uses the same layout: the exact McNemar test '
              'on the pairs where only one arm succeeded (two-sided).', '',
-             table.paired_table(tests) if tests else '(no two arms share a cell)', '']
+             table.paired_table(tests) if tests else '(no two arms share a cell)', '',
+             '### How the failures failed', '',
+             'Failed rollouts per arm and cell: `untouched / touched`, whether the policy moved '
+             'a task object more than 1 cm (a miss, or a push or grasp that went astray).', '',
+             table.failure_table(trials, labels), '']
     zero = table.above_zero(trials, 'D')
     if zero:
         lines += ['### D: pseudo-real only, above zero?', '',

@@ -4,6 +4,7 @@ from comsim_core.experiment.table import (
     Trial,
     above_zero,
     counts,
+    failure_table,
     paired_table,
     paired_tests,
     success_table,
@@ -57,3 +58,13 @@ def test_above_zero_is_a_wilson_lower_bound_above_zero():
     assert rows['ood']['above_zero'] is False and rows['ood']['successes'] == 0
     assert rows['id']['above_zero'] is True and rows['id']['wilson_95'][0] > 0
     assert counts(ts)[('D', 't', 'id')] == (1, 40)
+
+
+def test_failure_table_splits_failures_by_whether_an_object_moved():
+    ts = [Trial('A', 't', 'id', 0, True, 0.12), Trial('A', 't', 'id', 1, False, 0.0),
+          Trial('A', 't', 'id', 2, False, 0.004), Trial('A', 't', 'id', 3, False, 0.05),
+          Trial('B', 't', 'id', 0, False, 0.2), Trial('B', 't', 'ood', 0, True, 0.1)]
+    lines = failure_table(ts, {'A': 'A', 'B': 'B'}).splitlines()
+    assert lines[0] == '| arm | t id | t ood |'
+    assert lines[2] == '| A | 2 / 1 | — |'     # two never moved (< 1 cm), one pushed astray
+    assert lines[3] == '| B | 0 / 1 | 0 / 0 |'

@@ -23,6 +23,7 @@ class Trial:
     cell: str         # id | ood | unseen <variant>
     seed: int
     success: bool
+    moved_m: float | None = None   # the most any task object moved under the policy (m)
 
 
 def cells_of(trials: Iterable[Trial]) -> list[tuple[str, str]]:
@@ -99,6 +100,27 @@ def paired_table(tests: Sequence[dict]) -> str:
                      f"{t['successes_a']} vs {t['successes_b']} | {t['only_a']} | "
                      f"{t['only_b']} | {100 * t['difference']:+.0f} pts | "
                      f"{t['p_mcnemar']:.3g} | {verdict(t)} |")
+    return '\n'.join(lines)
+
+
+def failure_table(trials: Sequence[Trial], labels: Mapping[str, str],
+                  still_m: float = 0.01) -> str:
+    """Per arm and cell, the failures split by whether the policy moved a task object more
+    than ``still_m``: `untouched / touched` (a miss, or a push or grasp that went astray)."""
+    cells = cells_of(trials)
+    split: dict[tuple[str, str, str], list[int]] = {}
+    for t in trials:
+        if not t.success and t.moved_m is not None:
+            split.setdefault((t.arm, t.task, t.cell), [0, 0])[int(t.moved_m > still_m)] += 1
+    head = '| arm | ' + ' | '.join(f'{task} {cell}' for task, cell in cells) + ' |'
+    lines = [head, '|---|' + '---|' * len(cells)]
+    for arm, label in labels.items():
+        row = []
+        for task, cell in cells:
+            u, t = split.get((arm, task, cell), (0, 0))
+            row.append(f'{u} / {t}' if any(x.arm == arm and (x.task, x.cell) == (task, cell)
+                                           for x in trials) else '—')
+        lines.append(f'| {label} | ' + ' | '.join(row) + ' |')
     return '\n'.join(lines)
 
 
