@@ -34,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from provenance import ROOT, add_out_argument, torch_machine, use_fixtures, write_result
+from rollout_failures import by_cell, cell_failures
 
 BIN = Path(sys.executable).parent
 CALIBRATION_STEPS = 40
@@ -213,7 +214,9 @@ def main() -> int:
         'recipe': str(args.config), 'episodes_requested': args.episodes,
         'episodes_decoded': decoded, 'trained': trained,
         'timings_s': {k: round(v, 1) for k, v in timings.items()},
-        'table': evaluation.get('table'), 'paired': evaluation.get('paired')},
+        'table': evaluation.get('table'), 'paired': evaluation.get('paired'),
+        'failures': {cell: cell_failures(rollouts, 0.01)
+                     for cell, rollouts in by_cell(evaluation['rollouts']).items()}},
         torch_machine())
     for row in evaluation.get('table', []):
         print(row)
