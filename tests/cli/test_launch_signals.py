@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -35,36 +36,11 @@ def alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().rsplit(')', 1)[1].split()[0] != 'Z'
 
 
-@pytest.mark.ros
-def test_sigterm_stops_every_node_of_the_graph(tmp_path):
-    env = {**os.environ, 'ROS_DOMAIN_ID': str(150 + os.getpid() % 50)}
-    proc = subprocess.Popen([sys.executable, '-m', 'comsim_core.ros.graph',
-                             str(ROOT / 'launch' / 'record.launch.py'), 'bench_lab:=false',
-                             '--log-dir', str(tmp_path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
-    try:
-        assert 'started teleop, recorder' in proc.stdout.readline()
-        deadline = time.monotonic() + 60
-        while len(children(proc.pid)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.2)
-        nodes = children(proc.pid)
-        assert len(nodes) >= 2
-        time.sleep(2.0)                      # the nodes are up and spinning
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, out
-    assert 'stopped:' in out
-    assert not [pid for pid in nodes if alive(pid)]
-
-
-@pytest.mark.ros
-def test_the_nodes_stop_when_the_launcher_is_killed(tmp_path):
-    """SIGKILL (the OOM killer, `kill -9`) gives the launcher no chance to stop its nodes:
-    they get SIGTERM from the kernel when it dies, and stop as they do on SIGTERM."""
-    env = {**os.environ, 'ROS_DOMAIN_ID': str(100 + os.getpid() % 50)}
+@contextmanager
+def record_graph(tmp_path, domain: int):
+    """`comsim-launch record.launch.py bench_lab:=false`, its nodes up and spinning: yields
+    (launcher, node pids); whatever a failed test leaves running is killed."""
+    env = {**os.environ, 'ROS_DOMAIN_ID': str(domain)}
     proc = subprocess.Popen([sys.executable, '-m', 'comsim_core.ros.graph',
                              str(ROOT / 'launch' / 'record.launch.py'), 'bench_lab:=false',
                              '--log-dir', str(tmp_path)], stdout=subprocess.PIPE,
@@ -77,14 +53,34 @@ def test_the_nodes_stop_when_the_launcher_is_killed(tmp_path):
             time.sleep(0.2)
         nodes = children(proc.pid)
         assert len(nodes) >= 2
-        time.sleep(2.0)
+        time.sleep(2.0)                      # the nodes are up and spinning
+        yield proc, nodes
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in nodes:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.ros
+def test_sigterm_stops_every_node_of_the_graph(tmp_path):
+    with record_graph(tmp_path, 150 + os.getpid() % 50) as (proc, nodes):
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0, out
+        assert 'stopped:' in out
+        assert not [pid for pid in nodes if alive(pid)]
+
+
+@pytest.mark.ros
+def test_the_nodes_stop_when_the_launcher_is_killed(tmp_path):
+    """SIGKILL (the OOM killer, `kill -9`) gives the launcher no chance to stop its nodes:
+    they get SIGTERM from the kernel when it dies, and stop as they do on SIGTERM."""
+    with record_graph(tmp_path, 100 + os.getpid() % 50) as (proc, nodes):
         proc.kill()
         proc.wait(timeout=10)
         deadline = time.monotonic() + 30
         while any(alive(pid) for pid in nodes) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not [pid for pid in nodes if alive(pid)]
-    finally:
-        for pid in nodes:
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
