@@ -36,6 +36,8 @@ from pathlib import Path
 from provenance import ROOT, add_out_argument, torch_machine, use_fixtures, write_result
 from rollout_failures import by_cell, cell_failures
 
+from comsim_core.experiment import table
+
 BIN = Path(sys.executable).parent
 CALIBRATION_STEPS = 40
 
@@ -215,7 +217,7 @@ def main() -> int:
         'episodes_decoded': decoded, 'trained': trained,
         'timings_s': {k: round(v, 1) for k, v in timings.items()},
         'table': evaluation.get('table'), 'paired': evaluation.get('paired'),
-        'failures': {cell: cell_failures(rollouts, 0.01)
+        'failures': {cell: cell_failures(rollouts, table.STILL_M)
                      for cell, rollouts in by_cell(evaluation['rollouts']).items()}},
         torch_machine())
     for row in evaluation.get('table', []):

@@ -1,7 +1,7 @@
 """How in-process rollouts failed, and whether two evaluations differ on the same layouts.
 
     .venv/bin/python bench/rollout_failures.py EVAL_DIR/results.json [OTHER/results.json ...] \\
-        [--still-m 0.01] [--out bench/results/rollout_failures.json]
+        [--still-m M] [--out bench/results/rollout_failures.json]
 
 Per evaluation and cell: successes, failures in which no task object moved more than
 ``--still-m`` once the policy took over (the arm never touched it: a miss), and failures in
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from provenance import add_out_argument, machine, write_result
 
-from comsim_core.statistics import mcnemar
+from comsim_core.experiment.table import STILL_M, Trial, paired_tests
 
 _OFFSET = re.compile(r'\(([-\d.]+), ([-\d.]+)\) m from the zone centre')
 
@@ -54,18 +54,19 @@ def by_cell(rollouts: list[dict]) -> dict[str, list[dict]]:
 
 
 def paired(a: list[dict], b: list[dict]) -> dict:
-    sa, sb = ({r['seed']: r['success'] for r in x} for x in (a, b))
-    seeds = sorted(set(sa) & set(sb))
-    only_a = sum(sa[s] and not sb[s] for s in seeds)
-    only_b = sum(sb[s] and not sa[s] for s in seeds)
-    return {'seeds': len(seeds), 'only_first': only_a, 'only_second': only_b,
-            'mcnemar_p': round(mcnemar(only_a, only_b), 4)}
+    """The experiment's paired test (``table.paired_tests``) between two cells' rollouts."""
+    trials = [Trial(arm, 'cell', 'cell', r['seed'], r['success'])
+              for arm, rollouts in (('first', a), ('second', b)) for r in rollouts]
+    tests = paired_tests(trials, [('first', 'second')])
+    t = tests[0] if tests else {'pairs': 0, 'only_a': 0, 'only_b': 0, 'p_mcnemar': 1.0}
+    return {'seeds': t['pairs'], 'only_first': t['only_a'], 'only_second': t['only_b'],
+            'mcnemar_p': round(t['p_mcnemar'], 4)}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('results', type=Path, nargs='+', help="comsim-policy-eval's results.json")
-    ap.add_argument('--still-m', type=float, default=0.01)
+    ap.add_argument('--still-m', type=float, default=STILL_M)
     add_out_argument(ap, __file__)
     args = ap.parse_args()
     evaluations = {str(p): json.loads(p.read_text())['rollouts'] for p in args.results}

@@ -14,6 +14,8 @@ from comsim_core.statistics import mcnemar, wilson_interval
 
 # (better?, than): the paper's claims, and what the oracle E decomposes.
 COMPARISONS = (('C', 'A'), ('C', "A'"), ('C', 'B'), ('D', 'A'), ('E', 'B'), ('E', 'C'))
+# A failed rollout moved a task object when it moved more than this (m): the arm touched it.
+STILL_M = 0.01
 
 
 @dataclass(frozen=True)
@@ -104,10 +106,10 @@ def paired_table(tests: Sequence[dict]) -> str:
 
 
 def failure_table(trials: Sequence[Trial], labels: Mapping[str, str],
-                  still_m: float = 0.01) -> str:
+                  still_m: float = STILL_M) -> str:
     """Per arm and cell, the failures split by whether the policy moved a task object more
     than ``still_m``: `untouched / touched` (a miss, or a push or grasp that went astray)."""
-    cells = cells_of(trials)
+    cells, ran = cells_of(trials), counts(trials)
     split: dict[tuple[str, str, str], list[int]] = {}
     for t in trials:
         if not t.success and t.moved_m is not None:
@@ -115,11 +117,8 @@ def failure_table(trials: Sequence[Trial], labels: Mapping[str, str],
     head = '| arm | ' + ' | '.join(f'{task} {cell}' for task, cell in cells) + ' |'
     lines = [head, '|---|' + '---|' * len(cells)]
     for arm, label in labels.items():
-        row = []
-        for task, cell in cells:
-            u, t = split.get((arm, task, cell), (0, 0))
-            row.append(f'{u} / {t}' if any(x.arm == arm and (x.task, x.cell) == (task, cell)
-                                           for x in trials) else '—')
+        row = ['{} / {}'.format(*split.get((arm, *c), (0, 0))) if (arm, *c) in ran else '—'
+               for c in cells]
         lines.append(f'| {label} | ' + ' | '.join(row) + ' |')
     return '\n'.join(lines)
 
