@@ -26,10 +26,10 @@ def checkpoints(tmp_path_factory):
             'nan': write_checkpoint(root / 'nan', CAMS, SIZE, nan=True)}
 
 
-def controller(path, stream=False) -> PolicyController:
+def controller(path, stream=False, inference_period=0.0) -> PolicyController:
     runner = PolicyRunner.load(path, device='cpu')
     shaper = CommandShaper(ROBOT.lower, ROBOT.upper, ROBOT.max_velocity)
-    return PolicyController(runner, shaper, STALE, stream=stream)
+    return PolicyController(runner, shaper, STALE, inference_period, stream=stream)
 
 
 def feed(ctl, t, q=None, cameras=True, joints=True, size=SIZE):
@@ -40,8 +40,8 @@ def feed(ctl, t, q=None, cameras=True, joints=True, size=SIZE):
             ctl.observe_image(c, t, np.full((*size, 3), 100, np.uint8))
 
 
-def running(path, stream=False) -> PolicyController:
-    ctl = controller(path, stream)
+def running(path, stream=False, inference_period=0.0) -> PolicyController:
+    ctl = controller(path, stream, inference_period)
     ctl.check_robot(ROBOT.joint_names, {c: SIZE for c in CAMS})
     assert ctl.set_enabled(True)[:2] == (True, 'enabled=True')
     return ctl
@@ -202,11 +202,7 @@ def test_streaming_steps_through_the_chunk_one_row_per_period(checkpoints):
 def test_streaming_sends_every_period_when_each_chunk_is_replaced_after_one_row(checkpoints):
     """Inference every period: each new chunk replaces the old one at the same row index;
     the row due now must still be sent each period, not only the first."""
-    runner = PolicyRunner.load(checkpoints['wide'], device='cpu')
-    shaper = CommandShaper(ROBOT.lower, ROBOT.upper, ROBOT.max_velocity)
-    ctl = PolicyController(runner, shaper, STALE, inference_period=0.1, stream=True)
-    ctl.check_robot(ROBOT.joint_names, {c: SIZE for c in CAMS})
-    ctl.set_enabled(True)
+    ctl = running(checkpoints['wide'], stream=True, inference_period=0.1)
     sent = []
     for k in range(8):
         now = 10.0 + 0.1 * k
