@@ -20,13 +20,14 @@ Stages, each resumable (a rerun skips what is on disk):
    the budget sets ``max_steps`` (the learning-rate schedule follows the final count);
 4. ``comsim-policy-eval`` in process: ``--rollouts`` per split (``id``, ``ood``) on the bench lab.
 With ``--real`` a second policy is trained on those recorded demonstrations with the same
-recipe and budget (at the same time, one core each), and evaluated on the same seeds. The
+recipe and budget (at the same time, the cores shared between them), and evaluated on the same seeds. The
 result (counts, timings, success table with Wilson intervals) goes to ``--out``.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -42,14 +43,16 @@ BIN = Path(sys.executable).parent
 CALIBRATION_STEPS = 40
 
 
-def run(cmd: list[str], log: Path) -> None:
-    """Run one stage's command (no shell), its output appended to ``log``; fail loudly."""
+def run(cmd: list[str], log: Path, threads: int | None = None) -> None:
+    """Run one stage's command (no shell), its output appended to ``log``; fail loudly.
+    ``threads`` sets the command's torch threads (``OMP_NUM_THREADS``)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     print('$', ' '.join(cmd), flush=True)
     with log.open('a') as fh:
         fh.write(f'$ {" ".join(cmd)}\n')
         fh.flush()
-        res = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT)
+        env = None if threads is None else {**os.environ, 'OMP_NUM_THREADS': str(threads)}
+        res = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
     if res.returncode != 0:
         sys.exit(f'{cmd[0]} failed (exit {res.returncode}); see {log}')
 
@@ -103,9 +106,10 @@ def recipe(base: Path, work: Path, name: str, counts: dict[str, int], union: lis
 
 
 def train(config: Path, data: list[str], out: Path, task: str, minutes: float, cache: Path,
-          log: Path, steps: int | None = None) -> dict:
+          log: Path, steps: int | None = None, threads: int = 1) -> dict:
     """Train within ``minutes`` of wall time: measure the step rate, then set the step count
-    (``steps`` sets it instead: a rate measured while other jobs share the cores is wrong)."""
+    (``steps`` sets it instead: a rate measured while other jobs share the cores is wrong).
+    ``threads``: torch threads of the training process (the cores this arm has)."""
     base = [str(BIN / 'comsim-policy-train'), '--config', str(config),
             '--data', *data, '--out', str(out), '--tasks', task, '--cache-dir', str(cache)]
     if (out / 'gate_training.json').exists():      # trained by an earlier run
@@ -113,15 +117,15 @@ def train(config: Path, data: list[str], out: Path, task: str, minutes: float, c
     t0 = time.monotonic()
     resume = (out / 'training_state').exists()
     if not resume:
-        run([*base, '--max-steps', str(CALIBRATION_STEPS)], log)
+        run([*base, '--max-steps', str(CALIBRATION_STEPS)], log, threads)
     rows = [json.loads(x) for x in (out / 'log.jsonl').read_text().splitlines()]
     rates = [r['samples_per_s'] for r in rows if 'samples_per_s' in r]
     batch = 32
     rate = rates[-1] / batch if rates else 1.0
     left = max(minutes * 60 - (time.monotonic() - t0), 60.0)
     steps = steps or CALIBRATION_STEPS + int(0.92 * rate * left)
-    run([*base, '--resume', '--max-steps', str(steps)], log)
-    summary = {'steps': steps, 'steps_per_s_measured': round(rate, 3),
+    run([*base, '--resume', '--max-steps', str(steps)], log, threads)
+    summary = {'steps': steps, 'steps_per_s_measured': round(rate, 3), 'threads': threads,
                'wall_s': round(time.monotonic() - t0, 1), 'budget_s': minutes * 60}
     (out / 'gate_training.json').write_text(json.dumps(summary))
     return summary
@@ -192,10 +196,11 @@ def main() -> int:
         data, config = arms[name][0], configs[name]
         tag = name + args.label
         return train(config, data, work / f'policy_{tag}', args.task, args.train_minutes,
-                     args.work / 'cache', logs / f'train_{tag}.log', args.train_steps)
+                     args.work / 'cache', logs / f'train_{tag}.log', args.train_steps,
+                     threads=max(1, (os.cpu_count() or 1) // len(arms)))
 
     t = time.monotonic()
-    with ThreadPoolExecutor(len(arms)) as pool:   # one torch thread each: one core per arm
+    with ThreadPoolExecutor(len(arms)) as pool:   # the machine's cores shared out among arms
         trained = dict(zip(arms, pool.map(train_arm, arms), strict=True))
     timings['train_s'] = time.monotonic() - t
     if args.until == 'train':

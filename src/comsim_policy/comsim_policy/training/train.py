@@ -57,7 +57,15 @@ def policy_ema(averaged: torch.nn.Module, decay: float, warmup_steps: int) -> EM
     up to ``decay`` (short memory while the weights move fast), constant without warm-up."""
     return EMAModel(averaged.parameters(), decay=decay, use_ema_warmup=warmup_steps > 0,
                     inv_gamma=max(warmup_steps, 1), power=1.0,
-                    min_decay=0.0 if warmup_steps > 0 else decay)
+                    min_decay=0.0 if warmup_steps > 0 else decay, foreach=True)
+
+
+def policy_optimizer(model: torch.nn.Module, lr: float, weight_decay: float
+                     ) -> torch.optim.AdamW:
+    """AdamW with its fused kernel: one pass over all parameters instead of a dozen small ops
+    per tensor. With the foreach EMA, one step of the shipped recipe on the 2-core CPU took
+    199 ms instead of 225 (``bench/policy_training.py``)."""
+    return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
 
 
 def fit_normalizer(config: PolicyConfig, data: PreparedData) -> PolicyNormalizer:
@@ -183,7 +191,7 @@ def train_prepared(config: PolicyConfig, data: PreparedData, out: Path | str,
     if not resume:     # a resumed run loads the normaliser it was fitted with (no bag reading)
         model.normalizer = normalizer if normalizer is not None else fit_normalizer(config, data)
     model.to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay)
+    opt = policy_optimizer(model, tc.lr, tc.weight_decay)
     # `ema` keeps the average; `averaged` is the model it is copied into to validate and save
     # (its buffers, the normaliser's statistics, are the trained model's: fit before training).
     averaged = copy.deepcopy(model).eval().requires_grad_(False)
