@@ -20,8 +20,8 @@ Stages, each resumable (a rerun skips what is on disk):
    the budget sets ``max_steps`` (the learning-rate schedule follows the final count);
 4. ``comsim-policy-eval`` in process: ``--rollouts`` per split (``id``, ``ood``) on the bench lab.
 With ``--real`` a second policy is trained on those recorded demonstrations with the same
-recipe and budget (at the same time, the cores shared between them), and evaluated on the same seeds. The
-result (counts, timings, success table with Wilson intervals) goes to ``--out``.
+recipe and budget (at the same time, the cores shared between them), and evaluated on the same
+seeds. The result (counts, timings, success table with Wilson intervals) goes to ``--out``.
 """
 from __future__ import annotations
 
