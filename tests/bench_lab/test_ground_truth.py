@@ -177,6 +177,28 @@ def test_filming_at_a_rate_without_positions(generated, truth, renderer, tmp_pat
             assert np.linalg.norm(_centroid(a, colour) - _centroid(b, colour)) < 1.0, t
 
 
+def test_filming_at_the_bench_cameras_native_size(generated, truth, renderer, tmp_path):
+    """A half-size sim episode filmed at the bench camera's own 320x240: the lab renders the
+    same view at twice the pixels (block centroids at twice the half-size ones), the sim frames
+    are resized to match so the pair stays aligned, and the sidecar names both sizes."""
+    res = renderer.render(generated, tmp_path, cameras=['front'], max_frames=FRAMES,
+                          native_size=True)
+    real_t, real = _stream(res.path, '/real/cameras/front/image_raw')
+    pair_t, pair_sim = _stream(res.path, '/sim/cameras/front/image_raw')
+    half_t, half = _stream(truth.path, '/real/cameras/front/image_raw')
+    assert real_t == pair_t == half_t
+    assert real.shape[1:] == pair_sim.shape[1:] == (240, 320, 3) and half.shape[1:3] == (120, 160)
+    side = read_sidecar(res.path)
+    assert side['image_size'] == {'front': [320, 240]}
+    assert side['sim_image_size'] == {'front': [160, 120]}
+    for k in (0, len(real) - 1):
+        for colour in ('red', 'blue'):
+            full = _centroid(real[k], colour)
+            assert np.linalg.norm(full - _centroid(pair_sim[k], colour)) < 5.0, (k, colour)
+            # pixel centres: x_full + 0.5 = 2 (x_half + 0.5)
+            assert np.linalg.norm(full + 0.5 - 2 * (_centroid(half[k], colour) + 0.5)) < 4.0
+
+
 def test_the_neural_simulator_reads_it_unchanged(truth):
     from comsim_neural_sim.data.clips import load_paired_episode
     clip = load_paired_episode(truth.path, 'front')

@@ -9,6 +9,9 @@ WITH the hidden realism profile at the sim frames' header stamps. The output is 
 (``comsim_core.episodes.paired``): ``/real/...`` = bench-lab render (ground truth), ``/sim/...`` =
 the sim episode's own frames, joint states and commands copied; so the neural simulator's
 evaluation (``load_paired_dir``, ``run_ablation``, ``evaluation.generated``) reads it unchanged.
+Frames are filmed at the sim frames' size; with ``native_size`` (``--native-size``) at the bench
+cameras' own size instead, the sim frames resized to it, so a sim episode generated small (the
+twin's ``image_scale``, to save disk) still gets full-resolution ground truth.
 
 Replay is **kinematic**: at every physics step the arm is placed at the recorded joint
 positions, linearly interpolated between joint-state stamps, moving at that segment's velocity;

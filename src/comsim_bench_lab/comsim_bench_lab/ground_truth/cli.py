@@ -55,7 +55,8 @@ def _film(episode: Path) -> tuple[Path, GroundTruthResult | str]:
     try:
         return episode, _WORKER['renderer'].render(episode, opts['out'], opts['cameras'],
                                                    opts['max_frames'], rate_hz=opts['rate_hz'],
-                                                   positions=opts['positions'])
+                                                   positions=opts['positions'],
+                                                   native_size=opts['native_size'])
     except (GroundTruthError, EpisodeError) as exc:
         return episode, str(exc)
 
@@ -77,6 +78,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help='film about this many frames a second: every k-th sim frame (0: all)')
     ap.add_argument('--no-positions', action='store_true',
                     help='skip positions.json (a segmentation render per frame)')
+    ap.add_argument('--native-size', action='store_true',
+                    help='film at the bench cameras\' own sizes, not the sim frames\' (sim '
+                         'frames are resized to match; for sim episodes generated small)')
     ap.add_argument('--workers', type=int, default=0,
                     help='episodes filmed in parallel, each worker its own renderer '
                          '(0: all cores)')
@@ -99,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
             failed += 1
             print(f'error: {exc}', file=sys.stderr)
     options = {'out': args.out, 'cameras': args.cameras, 'max_frames': args.max_frames or None,
-               'rate_hz': args.rate_hz or None, 'positions': not args.no_positions}
+               'rate_hz': args.rate_hz or None, 'positions': not args.no_positions,
+               'native_size': args.native_size}
     workers = max(1, min(args.workers or os.cpu_count() or 1, len(episodes)))
     if workers == 1:
         _init_worker(args.lab, args.realism, options)

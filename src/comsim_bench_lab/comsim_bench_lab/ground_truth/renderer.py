@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import cv2
 import numpy as np
 
 from comsim_bench_lab.config import LabConfig
@@ -81,12 +82,15 @@ class GroundTruthRenderer:
     def render(self, sim_episode: str | Path, out_dir: str | Path,
                cameras: list[str] | None = None, max_frames: int | None = None,
                name: str | None = None, rate_hz: float | None = None,
-               positions: bool = True) -> GroundTruthResult:
+               positions: bool = True, native_size: bool = False) -> GroundTruthResult:
         """Write ``out_dir/<name>`` (default: the sim episode's name); skip it when complete.
 
         ``rate_hz`` films about that many frames a second (every k-th sim frame; None: all),
         ``max_frames`` at most that many of those; ``positions`` False skips ``positions.json``
-        (a segmentation render per frame, half the cost of filming).
+        (a segmentation render per frame, half the cost of filming). ``native_size`` films at
+        the bench cameras' own sizes instead of the sim frames' (a sim episode generated small
+        to save disk still gets full-size ground truth); the sim frames are then resized to
+        match, so the pair stays aligned pixel for pixel.
         """
         t_wall = time.perf_counter()
         path = Path(sim_episode).resolve()
@@ -104,11 +108,12 @@ class GroundTruthRenderer:
         except EpisodeError as exc:
             raise NotGeneratedError(f'{path}: {exc}') from None
         with episode:
-            return self._render(episode, out, cameras, max_frames, rate_hz, positions, t_wall)
+            return self._render(episode, out, cameras, max_frames, rate_hz, positions,
+                                native_size, t_wall)
 
     def _render(self, ep: Episode, out: Path, cameras: list[str] | None,
                 max_frames: int | None, rate_hz: float | None, with_positions: bool,
-                t_wall: float) -> GroundTruthResult:
+                native_size: bool, t_wall: float) -> GroundTruthResult:
         path = ep.path
         sidecar = {k: v for k, v in ep.metadata.items() if k != 'bag_custom_data'}
         meta = generated_metadata(path, sidecar)
@@ -118,7 +123,10 @@ class GroundTruthRenderer:
             raise NotGeneratedError(f'{path}: task {task!r} is not a bench-lab task '
                                     f'{sorted(self.config.tasks)}')
         streams = scan_streams(ep, cameras)
-        lab = self._lab(streams.sizes)
+        lab_config_for(self.config, streams.sizes)     # the sim cameras are the lab's views
+        sizes = ({c: (self.config.cameras[c].width, self.config.cameras[c].height)
+                  for c in streams.sizes} if native_size else streams.sizes)
+        lab = self._lab(sizes)
         if sorted(streams.joint_names) != sorted(lab.joint_names):
             raise MissingStreamError(f'{path}: {JOINT_TOPIC} names joints {streams.joint_names}; '
                                      f'the bench-lab arm has {lab.joint_names}')
@@ -151,8 +159,7 @@ class GroundTruthRenderer:
         writer = PairedEpisodeWriter(out, list(streams.image_stamps), JOINT_TOPIC,
                                      streams.command_topic, streams.command_msgtype)
         items = tracked(lab) if with_positions else []
-        positions = {c: {'width': w, 'height': h, 'frames': {}}
-                     for c, (w, h) in streams.sizes.items()}
+        positions = {c: {'width': w, 'height': h, 'frames': {}} for c, (w, h) in sizes.items()}
         frames = {c: 0 for c in streams.image_stamps}
         by_topic = {camera_topic(c): c for c in streams.image_stamps}
         try:
@@ -180,6 +187,8 @@ class GroundTruthRenderer:
                 writer.write_real_image(cam, rgb8_image_cdr(real, stamp_ns(msg.header),
                                                             msg.header.frame_id), log_ns)
                 sim = decode_rgb(msg, f'{path}:{topic}')
+                if sim.shape[:2] != real.shape[:2]:
+                    sim = cv2.resize(sim, real.shape[1::-1], interpolation=cv2.INTER_LINEAR)
                 writer.write_sim_image(cam, sim, t, log_ns, frame_id=msg.header.frame_id)
                 if with_positions:
                     positions[cam]['frames'][str(t)] = frame_positions(lab, cam, items, real, sim)
@@ -198,7 +207,8 @@ class GroundTruthRenderer:
                 'seed': typed.seed, 'max_frames': max_frames, 'rate_hz': rate_hz,
                 'frames': frames,
                 'sim_frames': {c: len(s) for c, s in streams.image_stamps.items()},
-                'image_size': {c: list(s) for c, s in streams.sizes.items()},
+                'image_size': {c: list(s) for c, s in sizes.items()},
+                'sim_image_size': {c: list(s) for c, s in streams.sizes.items()},
                 'object_drift_m': drift, 'sim_success': meta.get('success'),
                 'bench_success': bool(ok), 'bench_success_reason': reason,
                 # what a reader of any episode trusts (counts_as_success): the lab's own check
@@ -225,8 +235,9 @@ def render_ground_truth(sim_episode: str | Path, out_dir: str | Path,
                         realism: RealismProfile | str | Path = DEFAULT_REALISM,
                         cameras: list[str] | None = None,
                         max_frames: int | None = None, rate_hz: float | None = None,
-                        positions: bool = True) -> GroundTruthResult:
+                        positions: bool = True, native_size: bool = False
+                        ) -> GroundTruthResult:
     """One sim episode -> ``out_dir/<name>`` ground-truth paired episode (see module doc)."""
     with GroundTruthRenderer(lab_config, realism) as renderer:
         return renderer.render(sim_episode, out_dir, cameras, max_frames, rate_hz=rate_hz,
-                               positions=positions)
+                               positions=positions, native_size=native_size)
