@@ -11,8 +11,10 @@ rejected trajectories here.
 
 Stages, each resumable (a rerun skips what is on disk):
 1. ``comsim-twin-generate``: trajectories laid out over the twin's ``workspace`` region (the
-   arm's reachable table area, stated by the twin's config), failures discarded;
-2. ``comsim-bench-lab-ground-truth``: the bench lab films each one at the policy's 10 Hz;
+   arm's reachable table area, stated by the twin's config), failures discarded; sim frames at
+   ``--sim-image-scale`` (the gate never trains on them: small ones save disk);
+2. ``comsim-bench-lab-ground-truth``: the bench lab films each one at the policy's 10 Hz, at
+   its cameras' own size;
    only episodes whose filmed motion passes the lab's own success check count as successes
    (and training reads only successes);
 3. ``comsim-policy-train`` with ``config/policy_train.yaml`` on ``--episodes`` of them, for a
@@ -40,7 +42,7 @@ from rollout_failures import by_cell, cell_failures
 from comsim_core.experiment import table
 
 BIN = Path(sys.executable).parent
-CALIBRATION_STEPS = 40
+CALIBRATION_STEPS = 100     # the rate is the last log window's (steps 51-100): warm, as the run
 
 
 def run(cmd: list[str], log: Path, threads: int | None = None) -> None:
@@ -68,12 +70,13 @@ def successes(gt_dir: Path) -> tuple[int, int]:
 
 def film(sims: list[Path], out: Path, wanted: int, log: Path, batch: int = 10) -> None:
     """Film the generated episodes in order, a batch at a time, until ``wanted`` of them pass
-    the lab's check (already filmed ones are skipped by the tool)."""
+    the lab's check (already filmed ones are skipped by the tool), at the bench cameras' own
+    size whatever size the sim frames were generated at."""
     for i in range(0, len(sims), batch):
         if successes(out)[1] >= wanted:
             return
         run([str(BIN / 'comsim-bench-lab-ground-truth'), *map(str, sims[i:i + batch]),
-             '--out', str(out), '--rate-hz', '10', '--no-positions'], log)
+             '--out', str(out), '--rate-hz', '10', '--no-positions', '--native-size'], log)
 
 
 def warm_cache(config: Path, data: list[str], cache: Path) -> int:
@@ -141,6 +144,9 @@ def main() -> int:
     ap.add_argument('--extra', type=int, default=30, help='generated beyond --episodes, for '
                     'the lab check to reject')
     ap.add_argument('--seed', type=int, default=5000, help='first generation seed')
+    ap.add_argument('--sim-image-scale', type=float, default=0.25,
+                    help='sim frames\' size vs the twin cameras\' (the gate trains on the lab\'s '
+                         'filming, at full size; small sim frames save ~85 MB an episode)')
     ap.add_argument('--train-minutes', type=float, default=40.0)
     ap.add_argument('--train-steps', type=int, default=None,
                     help='training steps (default: from the step rate measured at the start)')
@@ -168,7 +174,8 @@ def main() -> int:
     t = time.monotonic()
     run([str(BIN / 'comsim-twin-generate'), '--scene', str(args.scene), '--task', args.task,
          '--episodes', str(args.episodes + args.extra), '--out', str(work / 'sim'),
-         '--region', 'workspace', '--failures', 'discard', '--seed', str(args.seed)],
+         '--region', 'workspace', '--failures', 'discard', '--seed', str(args.seed),
+         '--image-scale', str(args.sim_image_scale)],
         logs / 'generate.log')
     timings['generate_s'] = time.monotonic() - t
     t = time.monotonic()
