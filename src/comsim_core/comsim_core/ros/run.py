@@ -8,6 +8,7 @@ parameter, a bad checkpoint) gets the console scripts' one line and exit code 2
 """
 from __future__ import annotations
 
+import gc
 import os
 import re
 import sys
@@ -97,6 +98,12 @@ def run_node(make_node: Callable[[], Node], args=None, threads: int = 1,
             if callable(close):
                 close()
             node.destroy_node()
+        else:
+            # A node whose constructor raised (a bad parameter) is half built and, through its
+            # callbacks, in a reference cycle: freed now, while the context lives, not at exit
+            # after shutdown, where its handles' teardown could crash the process (SIGSEGV
+            # instead of exit code 2, seen once under load).
+            gc.collect()
         if rclpy.ok():
             rclpy.shutdown()
     return code
