@@ -19,23 +19,21 @@ import sys
 import time
 
 import torch
-from diffusers.training_utils import EMAModel
 from provenance import ROOT, add_out_argument, torch_machine, write_result
 
 from comsim_policy.config import PolicyConfig
 from comsim_policy.model.policy import DiffusionPolicyModel
 from comsim_policy.schedulers import train_scheduler
-from comsim_policy.training.train import policy_ema, policy_optimizer
+from comsim_policy.training.train import optimisation_step, policy_ema, policy_optimizer
 
 
 def variant(model: DiffusionPolicyModel, fused: bool):
     """(optimizer, ema) as training builds them (fused) or with the per-tensor kernels."""
+    ema = policy_ema(copy.deepcopy(model), 0.995, 50)
     if fused:
-        return (policy_optimizer(model, 1e-3, 1e-6),
-                policy_ema(copy.deepcopy(model), 0.995, 50))
-    return (torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-6),
-            EMAModel(copy.deepcopy(model).parameters(), decay=0.995, use_ema_warmup=True,
-                     inv_gamma=50, power=1.0))
+        return policy_optimizer(model, 1e-3, 1e-6), ema
+    ema.foreach = False
+    return torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-6), ema
 
 
 def main() -> int:
@@ -58,12 +56,7 @@ def main() -> int:
     variants = {'per_tensor': variant(model, False), 'fused': variant(model, True)}
 
     def step(opt, ema) -> None:
-        loss = model.compute_loss(batch, sched)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        ema.step(model.parameters())
+        optimisation_step(model, batch, sched, opt, ema)
 
     ms: dict[str, list[float]] = {}
     for threads in args.threads:

@@ -64,8 +64,25 @@ def policy_optimizer(model: torch.nn.Module, lr: float, weight_decay: float
                      ) -> torch.optim.AdamW:
     """AdamW with its fused kernel: one pass over all parameters instead of a dozen small ops
     per tensor. With the foreach EMA, one step of the shipped recipe on the 2-core CPU took
-    199 ms instead of 225 (``bench/policy_training.py``)."""
+    186 ms instead of 196 on two threads, 300 instead of 324 on one
+    (``bench/policy_train_step.py``)."""
     return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
+
+
+def optimisation_step(model: DiffusionPolicyModel, batch: dict, noise_scheduler,
+                      opt: torch.optim.Optimizer, ema: EMAModel,
+                      autocast: torch.dtype | None = None) -> torch.Tensor:
+    """One update: the diffusion loss (forward in ``autocast`` precision when given), its
+    gradient clipped to norm 1, the optimiser step, then the weight average; returns the loss."""
+    device_type = batch['state'].device.type
+    with torch.autocast(device_type, dtype=autocast, enabled=autocast is not None):
+        loss = model.compute_loss(batch, noise_scheduler)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    ema.step(model.parameters())
+    return loss
 
 
 def fit_normalizer(config: PolicyConfig, data: PreparedData) -> PolicyNormalizer:
@@ -218,13 +235,7 @@ def train_prepared(config: PolicyConfig, data: PreparedData, out: Path | str,
         batch = _to(next(batches), device)
         for g in opt.param_groups:
             g['lr'] = lr_at(step, tc.lr, tc.warmup_steps, tc.max_steps)
-        with torch.autocast(device.type, dtype=autocast, enabled=autocast is not None):
-            loss = model.compute_loss(batch, sched)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        ema.step(model.parameters())
+        loss = optimisation_step(model, batch, sched, opt, ema, autocast)
         step += 1
         window_loss.append(loss.item())
         n_log += tc.batch_size
