@@ -123,9 +123,11 @@ class GroundTruthRenderer:
             raise NotGeneratedError(f'{path}: task {task!r} is not a bench-lab task '
                                     f'{sorted(self.config.tasks)}')
         streams = scan_streams(ep, cameras)
-        lab_config_for(self.config, streams.sizes)     # the sim cameras are the lab's views
-        sizes = ({c: (self.config.cameras[c].width, self.config.cameras[c].height)
-                  for c in streams.sizes} if native_size else streams.sizes)
+        sizes = streams.sizes
+        if native_size:   # still only views the lab has, the sim frames scaled copies of them
+            lab_config_for(self.config, streams.sizes)
+            sizes = {c: (self.config.cameras[c].width, self.config.cameras[c].height)
+                     for c in streams.sizes}
         lab = self._lab(sizes)
         if sorted(streams.joint_names) != sorted(lab.joint_names):
             raise MissingStreamError(f'{path}: {JOINT_TOPIC} names joints {streams.joint_names}; '
