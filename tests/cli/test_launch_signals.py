@@ -36,6 +36,27 @@ def alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().rsplit(')', 1)[1].split()[0] != 'Z'
 
 
+def diagnosis(pids: list[int], log_dir: Path) -> str:
+    """What a node left running was doing: its state and kernel wait, and every node's log
+    (a node past its teardown bound writes its threads' stacks there)."""
+    lines = []
+    for pid in pids:
+        for name in ('cmdline', 'wchan'):
+            try:
+                lines.append(f'{pid} {name}: ' + Path(f'/proc/{pid}/{name}').read_text()
+                             .replace('\0', ' '))
+            except OSError:
+                pass
+        try:
+            lines += [f'{pid} {ln}' for ln in Path(f'/proc/{pid}/status').read_text()
+                      .splitlines() if ln.startswith(('State', 'Threads', 'Sig'))]
+        except OSError:
+            pass
+    for log in sorted(log_dir.glob('*.log')):
+        lines += [f'--- {log.name}', log.read_text(errors='replace')[-3000:]]
+    return '\n'.join(lines)
+
+
 @contextmanager
 def record_graph(tmp_path, domain: int):
     """`comsim-launch record.launch.py bench_lab:=false`, its nodes up and spinning: yields
@@ -83,4 +104,5 @@ def test_the_nodes_stop_when_the_launcher_is_killed(tmp_path):
         deadline = time.monotonic() + 30
         while any(alive(pid) for pid in nodes) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not [pid for pid in nodes if alive(pid)]
+        left = [pid for pid in nodes if alive(pid)]
+        assert not left, diagnosis(left, tmp_path)

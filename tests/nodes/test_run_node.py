@@ -1,9 +1,11 @@
 """run_node: a node whose constructor raises (a bad parameter) is freed before rclpy shuts down,
 and the process ends with the one-line error and exit code 2."""
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 SCRIPT = textwrap.dedent('''
     import weakref
@@ -40,3 +42,61 @@ def test_a_half_built_node_is_freed_before_shutdown_and_exits_2():
     assert 'alive at shutdown: False' in proc.stdout, proc.stdout
     assert proc.stderr.strip() == ('half-built: error: half_built.yaml: unknown parameter(s) '
                                    '[bogus]')
+
+
+def _run(script: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, '-c', textwrap.dedent(script)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, 'ROS_DOMAIN_ID': os.environ.get('ROS_DOMAIN_ID',
+                                                                                '0')})
+
+
+def test_sigterm_while_the_node_is_being_built_stops_it_quietly():
+    """A dying launcher's SIGTERM can land while a node is still being built: rclpy shuts the
+    context, the constructor's next rcl call fails, and that is a stop, not a crash."""
+    proc = _run('''
+        import sys, time
+        from rclpy.node import Node
+        from comsim_core.ros import run
+
+        class Slow(Node):
+            def __init__(self):
+                super().__init__('slow')
+                print('building', flush=True)
+                deadline = time.monotonic() + 20
+                while run.rclpy.ok() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                self.create_publisher(__import__('std_msgs.msg').msg.String, 'x', 1)
+        raise SystemExit(run.run_node(Slow, args=['slow']))
+    ''')
+    assert proc.stdout.readline().strip() == 'building'
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err[-2000:]
+    assert 'Traceback' not in err, err[-2000:]
+
+
+def test_a_node_whose_teardown_hangs_is_ended_with_its_stacks_in_the_log():
+    """close() that never returns (a writer blocked on a dead disk, a DDS teardown that
+    deadlocks) must not leave the node holding the arm's topics after SIGTERM."""
+    proc = _run('''
+        import time
+        from rclpy.node import Node
+        from comsim_core.ros import run
+        run.TEARDOWN_S = 2
+
+        class Stuck(Node):
+            def __init__(self):
+                super().__init__('stuck')
+                self.create_timer(0.05, lambda: print('spinning', flush=True))
+            def close(self):
+                time.sleep(120)
+        raise SystemExit(run.run_node(Stuck, args=['stuck']))
+    ''')
+    assert proc.stdout.readline().strip() == 'spinning'
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert time.monotonic() - t0 < 15
+    assert proc.returncode != 0
+    assert 'in close' in err, err[-2000:]

@@ -8,9 +8,11 @@ parameter, a bad checkpoint) gets the console scripts' one line and exit code 2
 """
 from __future__ import annotations
 
+import faulthandler
 import gc
 import os
 import re
+import signal
 import sys
 from collections.abc import Callable
 
@@ -23,6 +25,7 @@ from comsim_core.errors import EXIT_USAGE, UserError, debug_requested, user_mess
 from comsim_core.ros.params import params_files_of
 
 CLOCK_WAIT_S = 5.0      # wall seconds a node on sim time waits for /clock before it warns
+TEARDOWN_S = 20         # wall seconds a stopping node may take before it is ended by force
 
 
 def warn_without_clock(node: Node, wait_s: float = CLOCK_WAIT_S):
@@ -42,6 +45,18 @@ def warn_without_clock(node: Node, wait_s: float = CLOCK_WAIT_S):
 
     timer = node.create_timer(wait_s, check, clock=Clock(clock_type=ClockType.STEADY_TIME))
     return timer
+
+
+def bound_teardown(seconds: int | None = None) -> None:
+    """From here the process ends within ``seconds``: past them faulthandler writes every
+    thread's stack to stderr (the node's log) and exits, and SIGALRM, whose default action
+    ends the process, backs it up through interpreter finalisation and C++ static
+    destructors, where no Python code runs. A node told to stop (SIGTERM from a dying
+    launcher, Ctrl-C) must not outlive that: it would keep the arm's topics."""
+    seconds = TEARDOWN_S if seconds is None else seconds
+    faulthandler.dump_traceback_later(seconds, exit=True)
+    if hasattr(signal, 'alarm'):
+        signal.alarm(seconds + 5)
 
 
 class NodeStartupError(UserError):
@@ -64,15 +79,17 @@ def _init(args) -> None:
 def run_node(make_node: Callable[[], Node], args=None, threads: int = 1,
              work: Callable[[Node], int | None] | None = None) -> int:
     """Create the node, spin it until shutdown (or run `work(node)`, for a node that does a job
-    and ends, such as the episode runner); returns the process exit code."""
+    and ends, such as the episode runner); returns the process exit code. It owns the process:
+    once the node stops, the process ends within ``TEARDOWN_S`` (``bound_teardown``)."""
     argv = sys.argv if args is None else args
     prog = os.path.basename(argv[0]) if argv else 'node'
     node = None
-    started = False
+    initialised = started = False
     code = 0
     try:
         with params_files_of(argv):
             _init(args)
+            initialised = True
             node = make_node()
         started = True
         warn_without_clock(node)
@@ -86,6 +103,8 @@ def run_node(make_node: Callable[[], Node], args=None, threads: int = 1,
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception as exc:
+        if initialised and not rclpy.ok() and not isinstance(exc, UserError):
+            return code     # stopped by a signal while starting: rcl calls fail on the shut context
         # Once running, only a UserError is the user's: a missing file in a callback is a bug.
         message = user_message(exc) if not started or isinstance(exc, UserError) else None
         if message is None or debug_requested(argv):
@@ -93,6 +112,7 @@ def run_node(make_node: Callable[[], Node], args=None, threads: int = 1,
         print(f'{prog}: error: {message}', file=sys.stderr, flush=True)
         code = EXIT_USAGE
     finally:
+        bound_teardown()
         if node is not None:
             close = getattr(node, 'close', None)
             if callable(close):
