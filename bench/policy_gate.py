@@ -18,8 +18,8 @@ Stages, each resumable (a rerun skips what is on disk):
    only episodes whose filmed motion passes the lab's own success check count as successes
    (and training reads only successes);
 3. ``comsim-policy-train`` with ``config/policy_train.yaml`` on ``--episodes`` of them, for a
-   wall-clock budget: a short first run measures the step rate on this machine, the rest of
-   the budget sets ``max_steps`` (the learning-rate schedule follows the final count);
+   wall-clock budget: the trainer measures its own step rate, validation included, and fits
+   ``max_steps`` to end in time (the learning-rate schedule follows the final count);
 4. ``comsim-policy-eval`` in process: ``--rollouts`` per split (``id``, ``ood``) on the bench lab.
 With ``--real`` a second policy is trained on those recorded demonstrations with the same
 recipe and budget (at the same time, the cores shared between them), and evaluated on the same
@@ -42,7 +42,7 @@ from rollout_failures import by_cell, cell_failures
 from comsim_core.experiment import table
 
 BIN = Path(sys.executable).parent
-CALIBRATION_STEPS = 100     # the rate is the last log window's (steps 51-100): warm, as the run
+STARTUP_S = 10              # the training process's imports, before its budget clock starts
 
 
 def run(cmd: list[str], log: Path, threads: int | None = None) -> None:
@@ -110,25 +110,21 @@ def recipe(base: Path, work: Path, name: str, counts: dict[str, int], union: lis
 
 def train(config: Path, data: list[str], out: Path, task: str, minutes: float, cache: Path,
           log: Path, steps: int | None = None, threads: int = 1) -> dict:
-    """Train within ``minutes`` of wall time: measure the step rate, then set the step count
-    (``steps`` sets it instead: a rate measured while other jobs share the cores is wrong).
-    ``threads``: torch threads of the training process (the cores this arm has)."""
+    """Train within ``minutes`` of wall time: the trainer fits its step count to the rate it
+    measures on itself, validation and checkpoints included (``--time-budget-s``); ``steps``
+    fixes the count instead. A resumed run gets the budget afresh. ``threads``: torch threads
+    of the training process (the cores this arm has)."""
     base = [str(BIN / 'comsim-policy-train'), '--config', str(config),
             '--data', *data, '--out', str(out), '--tasks', task, '--cache-dir', str(cache)]
     if (out / 'gate_training.json').exists():      # trained by an earlier run
         return json.loads((out / 'gate_training.json').read_text())
     t0 = time.monotonic()
-    resume = (out / 'training_state').exists()
-    if not resume:
-        run([*base, '--max-steps', str(CALIBRATION_STEPS)], log, threads)
+    resume = ['--resume'] if (out / 'training_state').exists() else []
+    limit = (['--max-steps', str(steps)] if steps
+             else ['--time-budget-s', f'{minutes * 60 - STARTUP_S:g}'])
+    run([*base, *resume, *limit], log, threads)
     rows = [json.loads(x) for x in (out / 'log.jsonl').read_text().splitlines()]
-    rates = [r['samples_per_s'] for r in rows if 'samples_per_s' in r]
-    batch = 32
-    rate = rates[-1] / batch if rates else 1.0
-    left = max(minutes * 60 - (time.monotonic() - t0), 60.0)
-    steps = steps or CALIBRATION_STEPS + int(0.92 * rate * left)
-    run([*base, '--resume', '--max-steps', str(steps)], log, threads)
-    summary = {'steps': steps, 'steps_per_s_measured': round(rate, 3), 'threads': threads,
+    summary = {'steps': rows[-1]['step'], 'threads': threads,
                'wall_s': round(time.monotonic() - t0, 1), 'budget_s': minutes * 60}
     (out / 'gate_training.json').write_text(json.dumps(summary))
     return summary
@@ -149,7 +145,7 @@ def main() -> int:
                          'filming, at full size; small sim frames save ~85 MB an episode)')
     ap.add_argument('--train-minutes', type=float, default=40.0)
     ap.add_argument('--train-steps', type=int, default=None,
-                    help='training steps (default: from the step rate measured at the start)')
+                    help='training steps (default: as many as fit --train-minutes)')
     ap.add_argument('--rollouts', type=int, default=40, help='per split (id, ood)')
     ap.add_argument('--eval-seed', type=int, default=1000)
     ap.add_argument('--real', type=Path, default=None, help='recorded demos: train a second '

@@ -14,7 +14,9 @@ import argparse
 import copy
 import json
 import math
+import queue
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -41,6 +43,7 @@ from ..inference import default_device, limit_cpu_threads
 from ..model.policy import DiffusionPolicyModel
 from ..normalizer import PolicyNormalizer, joint_limits
 from ..schedulers import inference_scheduler, train_scheduler
+from .budget import StepBudget
 from .data_setup import DataSpec, PreparedData, motion, prepare, stacked
 
 
@@ -108,9 +111,12 @@ def make_loader(data: PreparedData, config: PolicyConfig, device: torch.device
     sources = [data.train[e].source for e in ds.episode_of]
     sampler = MixtureSampler(sources, tc.mixture or None, num_samples=max(len(ds), tc.batch_size),
                              seed=tc.seed)
+    # Its own generator: the iterator draws a seed each epoch, and from the global generator
+    # that draw (in the prefetch thread) would interleave with the training noise's at random.
     loader = DataLoader(ds, batch_size=tc.batch_size, sampler=sampler, drop_last=True,
                         num_workers=tc.num_workers, persistent_workers=tc.num_workers > 0,
-                        pin_memory=device.type == 'cuda')
+                        pin_memory=device.type == 'cuda',
+                        generator=torch.Generator().manual_seed(tc.seed))
     return loader, sampler, ds
 
 
@@ -119,6 +125,43 @@ def _batches(loader: DataLoader, sampler: MixtureSampler, epoch: int) -> Iterato
         sampler.set_epoch(epoch)
         yield from loader
         epoch += 1
+
+
+class Prefetcher:
+    """The next batches assembled in a thread while the current one trains: cropping and
+    collating (numpy and torch copies, which release the GIL) overlap the step instead of
+    preceding it. Same batches, same order as iterating directly."""
+
+    def __init__(self, batches: Iterator[dict], depth: int = 2):
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._fill, args=(batches,), daemon=True,
+                                        name='batch-prefetch')
+        self._thread.start()
+
+    def _fill(self, batches: Iterator[dict]) -> None:
+        try:
+            for batch in batches:
+                while not self._stop.is_set():
+                    try:
+                        self._queue.put((batch, None), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if self._stop.is_set():
+                    return
+        except Exception as exc:  # noqa: BLE001 - raised in the training thread instead
+            self._queue.put((None, exc))
+
+    def __next__(self) -> dict:
+        batch, error = self._queue.get()
+        if error is not None:
+            raise error
+        return batch
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
 
 
 @torch.no_grad()
@@ -181,25 +224,31 @@ def run_config(config: PolicyConfig, out: Path | str, resume: bool = False,
 
 
 def train(config: PolicyConfig, specs: list[DataSpec], out: Path | str, resume: bool = False,
-          log: Callable[[str], None] = print, max_steps: int | None = None) -> dict:
-    """Run training; returns a summary (final/best losses, steps, samples/s)."""
+          log: Callable[[str], None] = print, max_steps: int | None = None,
+          deadline: float | None = None) -> dict:
+    """Run training; returns a summary (final/best losses, steps, samples/s). ``deadline``
+    (a ``time.monotonic()`` time): the step count is fitted to end by then (``StepBudget``)
+    instead of ``max_steps``."""
     config = run_config(config, out, resume, max_steps)
     cache = FrameCache(config.train.cache_dir or None, config)
     t0 = time.perf_counter()
     data = prepare(specs, config, cache)
     log(f'data: {data.summary} (cache hits {cache.hits}, decoded {cache.misses}) in '
         f'{time.perf_counter() - t0:.1f} s')
-    return train_prepared(config, data, out, resume, log)
+    budget = StepBudget(deadline, config.train.val_every) if deadline is not None else None
+    return train_prepared(config, data, out, resume, log, budget=budget)
 
 
 def train_prepared(config: PolicyConfig, data: PreparedData, out: Path | str,
                    resume: bool = False, log: Callable[[str], None] = print,
                    autocast: torch.dtype | None = None,
-                   normalizer: PolicyNormalizer | None = None) -> dict:
+                   normalizer: PolicyNormalizer | None = None,
+                   budget: StepBudget | None = None) -> dict:
     """The loop on data ``prepare`` made (``config`` from ``run_config``): what ``train`` runs,
     and what a machine without the episodes (the GPU path) runs on packed arrays, with the
     ``normalizer`` fitted where they are (default: ``fit_normalizer``). ``autocast`` (e.g.
-    ``torch.bfloat16``) runs the forward pass in that precision."""
+    ``torch.bfloat16``) runs the forward pass in that precision. ``budget`` re-plans
+    ``max_steps`` as the run goes so that it ends by its deadline."""
     out = Path(out)
     tc = config.train
     device = default_device(tc.device)
@@ -227,43 +276,50 @@ def train_prepared(config: PolicyConfig, data: PreparedData, out: Path | str,
         f'{device}, {len(ds)} windows, batch {tc.batch_size}, steps {step}->{tc.max_steps}')
     out.mkdir(parents=True, exist_ok=True)
     logf = (out / 'log.jsonl').open('a', encoding='utf8')
-    batches = _batches(loader, sampler, epoch=step)
+    batches = Prefetcher(_batches(loader, sampler, epoch=step))
     window_loss, t_log, n_log = [], time.perf_counter(), 0
     first_loss = None
     model.train()
-    while step < tc.max_steps:
-        batch = _to(next(batches), device)
-        for g in opt.param_groups:
-            g['lr'] = lr_at(step, tc.lr, tc.warmup_steps, tc.max_steps)
-        loss = optimisation_step(model, batch, sched, opt, ema, autocast)
-        step += 1
-        window_loss.append(loss.item())
-        n_log += tc.batch_size
-        first_loss = first_loss if first_loss is not None else window_loss[0]
-        record: dict = {}
-        if step % tc.log_every == 0 or step == tc.max_steps:
-            dt = time.perf_counter() - t_log
-            record = {'step': step, 'loss': float(np.mean(window_loss)),
-                      'lr': opt.param_groups[0]['lr'], 'samples_per_s': n_log / dt}
-            window_loss, t_log, n_log = [], time.perf_counter(), 0
-        validate = bool(data.val) and (step % tc.val_every == 0 or step == tc.max_steps)
-        save = step % tc.checkpoint_every == 0 or step == tc.max_steps
-        if validate or save:
-            ema.copy_to(averaged.parameters())
-        if validate:
-            record.update({'step': step, **evaluate(averaged, data.val, config, device)})
-            if record['val_loss'] < best:
-                best = record['val_loss']
-                save_pretrained(averaged, out / 'best')
-        if record:
-            history.append(record)
-            logf.write(json.dumps(record) + '\n')
-            logf.flush()
-            log(' '.join(f'{k}={v:.4g}' if isinstance(v, float) else f'{k}={v}'
-                         for k, v in record.items()))
-        if save:
-            save_pretrained(averaged, out)
-            save_training_state(out, model, opt, {'step': step, 'best_val_loss': best})
+    try:
+        while step < tc.max_steps:
+            batch = _to(next(batches), device)
+            for g in opt.param_groups:
+                g['lr'] = lr_at(step, tc.lr, tc.warmup_steps, tc.max_steps)
+            loss = optimisation_step(model, batch, sched, opt, ema, autocast)
+            step += 1
+            window_loss.append(loss.item())
+            n_log += tc.batch_size
+            first_loss = first_loss if first_loss is not None else window_loss[0]
+            record: dict = {}
+            if step % tc.log_every == 0 or step == tc.max_steps:
+                dt = time.perf_counter() - t_log
+                record = {'step': step, 'loss': float(np.mean(window_loss)),
+                          'lr': opt.param_groups[0]['lr'], 'samples_per_s': n_log / dt}
+                window_loss, t_log, n_log = [], time.perf_counter(), 0
+            validate = bool(data.val) and (step % tc.val_every == 0 or step == tc.max_steps)
+            save = step % tc.checkpoint_every == 0 or step == tc.max_steps
+            if validate or save:
+                ema.copy_to(averaged.parameters())
+            if validate:
+                record.update({'step': step, **evaluate(averaged, data.val, config, device)})
+                if record['val_loss'] < best:
+                    best = record['val_loss']
+                    save_pretrained(averaged, out / 'best')
+            if record:
+                history.append(record)
+                logf.write(json.dumps(record) + '\n')
+                logf.flush()
+                log(' '.join(f'{k}={v:.4g}' if isinstance(v, float) else f'{k}={v}'
+                             for k, v in record.items()))
+            if save:
+                save_pretrained(averaged, out)
+                save_training_state(out, model, opt, {'step': step, 'best_val_loss': best})
+            planned = budget.plan(step) if budget is not None else None
+            if planned is not None and planned != tc.max_steps:
+                log(f'time budget: {tc.max_steps} -> {planned} steps')
+                tc.max_steps = planned
+    finally:
+        batches.close()
     logf.close()
     if not history:  # nothing to do (already at max_steps): still leave a checkpoint
         save_pretrained(averaged, out)
@@ -282,6 +338,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--out', type=Path, required=True, help='checkpoint directory')
     p.add_argument('--resume', action='store_true', help='continue from OUT/training_state')
     p.add_argument('--max-steps', type=int, default=None)
+    p.add_argument('--time-budget-s', type=float, default=None, metavar='SECONDS',
+                   help='end within SECONDS of starting (data preparation included): the step '
+                        'count is fitted to the measured rate, re-planned at each validation')
     p.add_argument('--device', default=None, help='cpu | cuda | auto (default: config)')
     p.add_argument('--cache-dir', default=None, help="frame cache; '' disables it")
     p.add_argument('--tasks', nargs='+', default=None,
@@ -292,6 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
 @cli_main('comsim-policy-train')
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    deadline = None if args.time_budget_s is None else time.monotonic() + args.time_budget_s
     limit_cpu_threads()
     config = PolicyConfig.from_yaml(args.config)
     if args.device:
@@ -301,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.tasks is not None:
         config.tasks = list(args.tasks)
     specs = [DataSpec.parse(d) for d in args.data]
-    summary = train(config, specs, args.out, args.resume, max_steps=args.max_steps)
+    summary = train(config, specs, args.out, args.resume, max_steps=args.max_steps,
+                    deadline=deadline)
     print(json.dumps({k: v for k, v in summary.items() if k != 'history'}))
     return 0
 
