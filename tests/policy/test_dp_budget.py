@@ -1,14 +1,13 @@
-"""Training to a wall-clock budget (`StepBudget`, `--time-budget-s`) and the batch prefetcher."""
+"""Training to a wall-clock budget (`StepBudget`, `--time-budget-s`)."""
 from __future__ import annotations
 
 import json
 import time
 
-import pytest
 import torch
 
 from comsim_policy.training.budget import StepBudget
-from comsim_policy.training.train import Prefetcher, main
+from comsim_policy.training.train import main
 from fixtures.policy_episodes import tiny_config, write_episode
 
 
@@ -41,19 +40,6 @@ def test_a_deadline_already_past_still_plans_one_last_step():
         clock.now = float(step)
         plans.append((step, budget.plan(step)))
     assert [(s, p) for s, p in plans if p is not None and s >= 10] == [(15, 16), (25, 26)]
-
-
-def test_the_prefetcher_yields_the_same_batches_in_order_and_passes_errors_on():
-    def batches():
-        for i in range(5):
-            yield {'i': torch.tensor(i)}
-        raise ValueError('episode 3 is truncated')
-
-    pre = Prefetcher(batches())
-    assert [int(next(pre)['i']) for _ in range(5)] == list(range(5))
-    with pytest.raises(ValueError, match='truncated'):
-        next(pre)
-    pre.close()
 
 
 def test_training_with_a_time_budget_ends_by_it(tmp_path):

@@ -14,9 +14,7 @@ import argparse
 import copy
 import json
 import math
-import queue
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -111,12 +109,9 @@ def make_loader(data: PreparedData, config: PolicyConfig, device: torch.device
     sources = [data.train[e].source for e in ds.episode_of]
     sampler = MixtureSampler(sources, tc.mixture or None, num_samples=max(len(ds), tc.batch_size),
                              seed=tc.seed)
-    # Its own generator: the iterator draws a seed each epoch, and from the global generator
-    # that draw (in the prefetch thread) would interleave with the training noise's at random.
     loader = DataLoader(ds, batch_size=tc.batch_size, sampler=sampler, drop_last=True,
                         num_workers=tc.num_workers, persistent_workers=tc.num_workers > 0,
-                        pin_memory=device.type == 'cuda',
-                        generator=torch.Generator().manual_seed(tc.seed))
+                        pin_memory=device.type == 'cuda')
     return loader, sampler, ds
 
 
@@ -125,43 +120,6 @@ def _batches(loader: DataLoader, sampler: MixtureSampler, epoch: int) -> Iterato
         sampler.set_epoch(epoch)
         yield from loader
         epoch += 1
-
-
-class Prefetcher:
-    """The next batches assembled in a thread while the current one trains: cropping and
-    collating (numpy and torch copies, which release the GIL) overlap the step instead of
-    preceding it. Same batches, same order as iterating directly."""
-
-    def __init__(self, batches: Iterator[dict], depth: int = 2):
-        self._queue: queue.Queue = queue.Queue(maxsize=depth)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._fill, args=(batches,), daemon=True,
-                                        name='batch-prefetch')
-        self._thread.start()
-
-    def _fill(self, batches: Iterator[dict]) -> None:
-        try:
-            for batch in batches:
-                while not self._stop.is_set():
-                    try:
-                        self._queue.put((batch, None), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if self._stop.is_set():
-                    return
-        except Exception as exc:  # noqa: BLE001 - raised in the training thread instead
-            self._queue.put((None, exc))
-
-    def __next__(self) -> dict:
-        batch, error = self._queue.get()
-        if error is not None:
-            raise error
-        return batch
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
 
 
 @torch.no_grad()
@@ -276,7 +234,7 @@ def train_prepared(config: PolicyConfig, data: PreparedData, out: Path | str,
         f'{device}, {len(ds)} windows, batch {tc.batch_size}, steps {step}->{tc.max_steps}')
     out.mkdir(parents=True, exist_ok=True)
     logf = (out / 'log.jsonl').open('a', encoding='utf8')
-    batches = Prefetcher(_batches(loader, sampler, epoch=step))
+    batches = _batches(loader, sampler, epoch=step)
     window_loss, t_log, n_log = [], time.perf_counter(), 0
     first_loss = None
     model.train()
@@ -319,8 +277,7 @@ def train_prepared(config: PolicyConfig, data: PreparedData, out: Path | str,
                 log(f'time budget: {tc.max_steps} -> {planned} steps')
                 tc.max_steps = planned
     finally:
-        batches.close()
-    logf.close()
+        logf.close()
     if not history:  # nothing to do (already at max_steps): still leave a checkpoint
         save_pretrained(averaged, out)
     losses = [h['loss'] for h in history if 'loss' in h]
