@@ -33,6 +33,10 @@ class GenerationConfig:
     failures: Literal['label', 'discard'] = 'label'
     region: Literal['id', 'wide', 'workspace', 'mix'] = 'id'
     wide_fraction: float = 0.3
+    # area: the first task object's start spread evenly over the region (cells of
+    # coverage_cell_m); layout: as the task's own layout rule draws it (``randomise``)
+    coverage: Literal['area', 'layout'] = 'layout'
+    coverage_cell_m: float = 0.05
     storage: str = 'mcap'
     distro: str = 'kilted'
     workers: int = 0
@@ -44,6 +48,9 @@ class GenerationConfig:
             raise GenerationConfigError(f'{self.source}: tasks: no task configured')
         if not 0 < self.image_scale <= 1:
             raise GenerationConfigError(f'{self.source}: image_scale must be in (0, 1]')
+        if not self.coverage_cell_m > 0:
+            raise GenerationConfigError(f'{self.source}: coverage_cell_m must be > 0 m, got '
+                                        f'{self.coverage_cell_m}')
         for name, t in self.tasks.items():
             regions = t.get('regions') or {}
             for r in (*REGIONS, *(r for r in OPTIONAL_REGIONS

@@ -58,6 +58,43 @@ def _region(bounds: dict) -> Region:
     return Region.of(bounds['x'], bounds['y'])
 
 
+def region_cells(bounds: dict, cell_m: float) -> tuple[np.ndarray, np.ndarray]:
+    """The ``cell_m`` squares tiling the region's box (lower corners) that overlap the region,
+    with the fraction of each inside it (reach cut included; 5x5 points per cell)."""
+    xs = np.arange(float(bounds['x'][0]), float(bounds['x'][1]), cell_m)
+    ys = np.arange(float(bounds['y'][0]), float(bounds['y'][1]), cell_m)
+    sub = (np.arange(5) + 0.5) / 5 * cell_m
+    corners, inside = [], []
+    for x in xs:
+        for y in ys:
+            frac = np.mean([in_region((x + dx, y + dy), bounds) for dx in sub for dy in sub])
+            if frac > 0:
+                corners.append((x, y))
+                inside.append(frac)
+    return np.asarray(corners, float), np.asarray(inside, float)
+
+
+def area_layout(task: Task, rng: np.random.Generator, bounds: dict, tcfg: dict, objects,
+                cell_m: float, draws: int = 5000) -> Layout:
+    """A layout whose first object starts evenly spread over the region's area: a cell drawn
+    in proportion to its area inside the region, then the task's own layouts drawn until one
+    starts in it. The task's rule alone thins starts where few targets fit around them
+    (move_card: a 10-18 cm push that stays inside the region): over the workspace, about half
+    the layouts per area beyond |y| = 0.25 m as in the middle (tests/twin/
+    test_generation_coverage.py), where a gate policy then failed most (docs/benchmarks.md)."""
+    region = _region(bounds)
+    corners, inside = region_cells(bounds, cell_m)
+    first = task.objects[0]
+    for _ in range(20):
+        x0, y0 = corners[rng.choice(len(corners), p=inside / inside.sum())]
+        for _ in range(draws):
+            lay = task.layout(rng, region, tcfg, objects)
+            x, y = (float(v) for v in lay.placements[first].xy)
+            if x0 <= x < x0 + cell_m and y0 <= y < y0 + cell_m:
+                return lay
+    return task.layout(rng, region, tcfg, objects)   # cells no layout reaches: the rule's own
+
+
 @dataclass
 class Randomised:
     scene: TwinScene
@@ -251,7 +288,9 @@ def _randomise(base: TwinScene, task_name: str, cfg: GenerationConfig, seed: int
         o.size = [float(v) * scale for v in o.size]
         o.color = _jitter_color(rng, o.color, float(rcfg.get('object_color_jitter', 0.0)))
     tcfg = _measured(task, base, tcfg)
-    layout: Layout = task.layout(rng, _region(reg), tcfg, scene.objects)
+    layout: Layout = (area_layout(task, rng, reg, tcfg, scene.objects, cfg.coverage_cell_m)
+                      if cfg.coverage == 'area' else
+                      task.layout(rng, _region(reg), tcfg, scene.objects))
     target = layout.target
     scene.markers = _markers(task, base, tcfg, target)
     table_z = 0.0
@@ -287,7 +326,7 @@ def _randomise(base: TwinScene, task_name: str, cfg: GenerationConfig, seed: int
                       else scene.table_texture.to_dict())
     scene.provenance = {**base.provenance, 'generation': {'seed': int(seed), 'region': region}}
     params = {
-        'region': region, 'region_bounds': reg, 'size_scale': scale,
+        'region': region, 'region_bounds': reg, 'coverage': cfg.coverage, 'size_scale': scale,
         'objects': {n: {'shape': o.shape, 'size': o.size, 'color': o.color, 'pos': o.pos,
                         'quat': o.quat} for n, o in scene.objects.items()},
         'distractors': sorted(n for n in scene.objects if n.startswith(DISTRACTOR_PREFIX)),
