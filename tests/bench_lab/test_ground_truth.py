@@ -53,11 +53,14 @@ def renderer(lab_config):
 @pytest.fixture(scope='module')
 def generated(tmp_path_factory):
     """One stack_blocks episode from the twin: half-size cameras, 10 Hz, no distractors (so a
-    colour mask finds exactly the two blocks)."""
+    colour mask finds exactly the two blocks). The layout is the task rule's own draw for seed
+    11 (`coverage: layout`): the controls below (a 4 cm move that fails the stack, blocks
+    large enough to find) were sized on it."""
     cfg = GenerationConfig.load()
     rnd = copy.deepcopy(cfg.randomise)
     rnd['distractors'] = {**(rnd.get('distractors') or {}), 'count': [0, 0]}
-    cfg = cfg.with_overrides(image_scale=0.5, camera_hz=10.0, settle_s=0.2, randomise=rnd)
+    cfg = cfg.with_overrides(image_scale=0.5, camera_hz=10.0, settle_s=0.2, randomise=rnd,
+                             coverage='layout')
     out = tmp_path_factory.mktemp('gen')
     rep = generate(base_scene('stack_blocks'), 'stack_blocks', 1, out, seed=11, workers=1,
                    config=cfg, progress=False)
