@@ -228,6 +228,19 @@ def layout_positions(episode: Path) -> dict[str, list[float]]:
     return {name: list(o['pos']) for name, o in (layout.get('objects') or {}).items()}
 
 
+def video_episodes(regions: list[tuple[Path, str]], per_region: int) -> dict[str, list[Path]]:
+    """Up to ``per_region`` trajectories laid out in the lab's ``id`` box and as many in its
+    ``ood`` box; when none lies in either (a small run over the whole workspace), as many from
+    elsewhere (``other``), so the video table still has rows."""
+    by_region: dict[str, list[Path]] = {'id': [], 'ood': [], 'other': []}
+    for path, region in regions:
+        if len(by_region[region]) < per_region:
+            by_region[region].append(path)
+    if by_region['id'] or by_region['ood']:
+        by_region['other'] = []
+    return by_region
+
+
 def video_stage(out: Path, chosen: list[Path], ns: dict, cfg: ExperimentConfig,
                 scale: Scale) -> dict:
     """Translate a few trajectories with every conditioning mode and score each against the
@@ -244,11 +257,9 @@ def video_stage(out: Path, chosen: list[Path], ns: dict, cfg: ExperimentConfig,
 
     pixels = tuple(PolicyConfig.from_yaml(ROOT / scale.policy_config).image_size)
     lab = LabConfig.load(LAB_YAML)
-    by_region: dict[str, list[Path]] = {'id': [], 'ood': []}
-    for p in chosen:
-        region = layout_region(lab, str(read_meta(p).task), layout_positions(p))
-        if region in by_region and len(by_region[region]) < max(1, scale.video_episodes // 2):
-            by_region[region].append(p)
+    by_region = video_episodes(
+        [(p, layout_region(lab, str(read_meta(p).task), layout_positions(p))) for p in chosen],
+        max(1, scale.video_episodes // 2))
     picked = [p for eps in by_region.values() for p in eps]
     video = out / 'video'
     with GroundTruthRenderer(LAB_YAML, REALISM_YAML) as renderer:
