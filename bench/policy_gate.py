@@ -158,6 +158,8 @@ def main() -> int:
                     help='stop after this stage (a later run resumes)')
     add_out_argument(ap, __file__)
     args = ap.parse_args()
+    if args.label and args.out == ap.get_default('out'):   # a labelled recipe keeps its own file
+        args.out = args.out.with_name(f'policy_gate{args.label}.json')
     work = args.work / args.task
     logs = args.work / 'logs'
     timings: dict[str, float] = {}
