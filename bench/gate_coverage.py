@@ -6,11 +6,11 @@
         [--out bench/results/gate_coverage.json]
 
 Training side: the start position of ``--object`` in every trained-on episode (lab-checked
-successes of the filmed set), read from the generated sim episode each was filmed from (its
-layout is the twin's). Evaluation side: the bench lab is reset to each rollout's task, region
-and seed (what the evaluator did) to read the same object's start. Both are binned along
-``--axis``: training episodes per bin, and per results file and region, successes per bin. A
-bin with few training layouts and low success says coverage, not capacity, is the limit.
+successes of the filmed set), from the layout of the generated sim episode each films.
+Evaluation side: the bench lab is reset to each rollout's task, region and seed (what the
+evaluator did) to read the same object's start. Both are binned along ``--axis``: training
+episodes per bin, and per results file and region, successes per bin. A bin with few training
+layouts and low success says coverage, not capacity, is the limit.
 """
 from __future__ import annotations
 
@@ -20,42 +20,26 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import yaml
 from provenance import add_out_argument, machine, write_result
 
 from comsim_bench_lab.sim_env import BenchLabEnvironment
-
-
-def _find_start(tree, name: str):
-    """The first ``{name: {pos: [...]}}`` in a sidecar: the layout's start pose."""
-    if isinstance(tree, dict):
-        entry = tree.get(name)
-        if isinstance(entry, dict) and isinstance(entry.get('pos'), list):
-            return entry['pos']
-        for value in tree.values():
-            found = _find_start(value, name)
-            if found is not None:
-                return found
-    elif isinstance(tree, list):
-        for value in tree:
-            found = _find_start(value, name)
-            if found is not None:
-                return found
-    return None
+from comsim_core.episodes.sidecar import counts_as_success, read_sidecar
 
 
 def training_starts(episodes: Path, name: str) -> list[list[float]]:
-    """Start positions of ``name`` in the successful filmed episodes under ``episodes``."""
+    """Start xy of ``name`` in the filmed episodes under ``episodes`` that training reads
+    (``counts_as_success``), from the layout of the sim episode each films."""
     out = []
-    for sidecar in sorted(episodes.glob('*/episode.yaml')):
-        filmed = yaml.safe_load(sidecar.read_text())
-        if not filmed.get('success'):
+    for path in sorted(p.parent for p in episodes.glob('*/episode.yaml')):
+        filmed = read_sidecar(path)
+        if not counts_as_success(filmed):
             continue
-        source = Path(filmed['source_episode']) / 'episode.yaml'
-        pos = _find_start(yaml.safe_load(source.read_text()), name)
-        if pos is None:
-            raise SystemExit(f'gate_coverage: {source} has no {name!r} pose')
-        out.append([float(v) for v in pos[:2]])
+        source = Path(filmed['metadata']['sim_source'])
+        objects = read_sidecar(source)['metadata']['randomisation']['objects']
+        if name not in objects:
+            raise SystemExit(f'gate_coverage: {source} lays out no {name!r}; it has '
+                             f'{sorted(objects)}')
+        out.append([float(v) for v in objects[name]['pos'][:2]])
     return out
 
 
