@@ -23,6 +23,7 @@ import numpy as np
 from provenance import add_out_argument, machine, write_result
 
 from comsim_bench_lab.sim_env import BenchLabEnvironment
+from comsim_core.episodes.generated_layout import generated_layout, object_starts
 from comsim_core.episodes.sidecar import counts_as_success, read_sidecar
 
 
@@ -34,12 +35,11 @@ def training_starts(episodes: Path, name: str) -> list[list[float]]:
         filmed = read_sidecar(path)
         if not counts_as_success(filmed):
             continue
-        source = Path(filmed['metadata']['sim_source'])
-        objects = read_sidecar(source)['metadata']['randomisation']['objects']
+        objects = object_starts(generated_layout(path))
         if name not in objects:
-            raise SystemExit(f'gate_coverage: {source} lays out no {name!r}; it has '
-                             f'{sorted(objects)}')
-        out.append([float(v) for v in objects[name]['pos'][:2]])
+            raise SystemExit(f'gate_coverage: {path} (or the sim episode it films) lays out no '
+                             f'{name!r}; it has {sorted(objects)}')
+        out.append(objects[name][:2])
     return out
 
 

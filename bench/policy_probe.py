@@ -34,13 +34,10 @@ OBJECTS = {'move_card': {'card': ('objects', 'card', 'pos'),
 
 def layout_positions(gt_episode: Path, task: str) -> dict[str, np.ndarray] | None:
     """The xy of each probed object at the start of ``gt_episode``, from the generated episode
-    it films (``metadata.sim_source``); None when that episode is gone."""
-    from comsim_core.episodes.sidecar import read_sidecar
+    it films; None when that episode is gone."""
+    from comsim_core.episodes.generated_layout import generated_layout
 
-    meta = (read_sidecar(gt_episode) or {}).get('metadata', {})
-    source = meta.get('sim_source')
-    sim = (read_sidecar(Path(source)) or {}).get('metadata', {}) if source else {}
-    rand = sim.get('randomisation') or {}
+    rand = generated_layout(gt_episode)
     out = {}
     for name, keys in OBJECTS[task].items():
         node = rand

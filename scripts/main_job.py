@@ -222,12 +222,6 @@ VIDEO_ROWS = (('action', 'action only', 'action', False), ('sim', 'sim only', 's
               ('joint', 'joint', 'joint', False))
 
 
-def layout_positions(episode: Path) -> dict[str, list[float]]:
-    from comsim_core.episodes.sidecar import read_sidecar
-    layout = ((read_sidecar(episode) or {}).get('metadata') or {}).get('randomisation') or {}
-    return {name: list(o['pos']) for name, o in (layout.get('objects') or {}).items()}
-
-
 def video_episodes(regions: list[tuple[Path, str]], per_region: int) -> dict[str, list[Path]]:
     """Up to ``per_region`` trajectories laid out in the lab's ``id`` box and as many in its
     ``ood`` box; when none lies in either (a small run over the whole workspace), as many from
@@ -251,6 +245,7 @@ def video_stage(out: Path, chosen: list[Path], ns: dict, cfg: ExperimentConfig,
     from comsim_bench_lab.ground_truth import GroundTruthRenderer
     from comsim_bench_lab.scoring import layout_region
     from comsim_core.episodes import read_meta
+    from comsim_core.episodes.generated_layout import generated_layout, object_starts
     from comsim_neural_sim.evaluation.generated import evaluate_generated
     from comsim_neural_sim.translate.episode import translate_dir
     from comsim_policy.config import PolicyConfig
@@ -258,7 +253,8 @@ def video_stage(out: Path, chosen: list[Path], ns: dict, cfg: ExperimentConfig,
     pixels = tuple(PolicyConfig.from_yaml(ROOT / scale.policy_config).image_size)
     lab = LabConfig.load(LAB_YAML)
     by_region = video_episodes(
-        [(p, layout_region(lab, str(read_meta(p).task), layout_positions(p))) for p in chosen],
+        [(p, layout_region(lab, str(read_meta(p).task), object_starts(generated_layout(p))))
+         for p in chosen],
         max(1, scale.video_episodes // 2))
     picked = [p for eps in by_region.values() for p in eps]
     video = out / 'video'
