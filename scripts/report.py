@@ -258,7 +258,8 @@ def video_section(rows: list[dict], grids: list[Path], out: Path,
     """The video table: each conditioning mode's translations against the lab's filming."""
     used = {True: '`composed + sim detail`', False: '`composed`'}.get(sim_detail, '`composed`')
     lines = ['## Video table: translations against the bench lab\'s filming', '',
-             'A few generated trajectories, split by the lab\'s region of their layout, '
+             'A few generated trajectories, split by the lab\'s region of their layout '
+             '(`id`, `ood`; `other` when none of a small run\'s layouts lies in either box), '
              'translated with each conditioning mode and scored against the bench lab filming '
              f'the same trajectory, in the policy\'s pixels ({pixels[0]}x{pixels[1]}). "sim '
              'frames" is the twin\'s own render (the floor); "+ sim detail" adds the sim\'s '
