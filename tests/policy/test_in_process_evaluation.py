@@ -156,6 +156,55 @@ def test_paired_arms_see_the_same_layouts_through_the_cli(tmp_path, checkpoint, 
     assert not np.array_equal(first['tiny', 1000], first['tiny', 1001])
 
 
+def test_an_interrupted_evaluation_resumes_from_its_journal(tmp_path, checkpoint, capsys):
+    """Killed after one rollout, mid-way through writing the next line: `--resume` keeps the
+    journalled rollout (same outcome as running it again), runs only the other, and a
+    retrained checkpoint (other weights, same folder) or other settings reuse nothing."""
+    import shutil
+    ckpt = shutil.copytree(checkpoint, tmp_path / 'tiny')
+    cfg = tmp_path / 'eval.yaml'
+    cfg.write_text(yaml.safe_dump({'evaluation': {
+        'timeout_factor': 0.0, 'timeout_margin_s': 0.6, 'settle_s': 0.2, 'sheets': 0,
+        'save_episodes': False}}))
+    out = tmp_path / 'eval'
+    args = ['--checkpoints', str(ckpt), '--tasks', 'move_card', '--regions', 'id',
+            '--rollouts', '2', '--workers', '1', '--out', str(out), '--config', str(cfg)]
+
+    def outcomes():
+        saved = json.loads((out / 'results.json').read_text())['rollouts']
+        return [(r['seed'], r['success'], r['message'], r['sim_s'], r['renders'], r['chunks'])
+                for r in saved]
+
+    journal = out / 'rollouts.jsonl'
+    assert main(args) == 0
+    full = outcomes()
+    lines = journal.read_text().splitlines()
+    assert [json.loads(ln)['rollout']['seed'] for ln in lines] == [1000, 1001]
+    journal.write_text(lines[0] + '\n' + lines[1][:40])        # killed mid-write
+    capsys.readouterr()
+    assert main([*args, '--resume']) == 0
+    assert 'resumed: 1 of 2 rollouts' in capsys.readouterr().err
+    assert outcomes() == full
+    assert [json.loads(ln)['rollout']['seed'] for ln in journal.read_text().splitlines()[2:]] \
+        == [1001]
+    # nothing left to run: every rollout comes from the journal, none is appended
+    n = len(journal.read_text().splitlines())
+    assert main([*args, '--resume']) == 0 and outcomes() == full
+    assert 'resumed: 2 of 2' in capsys.readouterr().err
+    assert len(journal.read_text().splitlines()) == n
+    # a retrained checkpoint in the same folder is another policy: all run again
+    write_checkpoint(ckpt, CAMS, NATIVE, action_range=3.0)
+    assert main([*args, '--resume']) == 0
+    assert 'resumed' not in capsys.readouterr().err
+    assert len(journal.read_text().splitlines()) == n + 2
+    # other settings (a longer timeout): nothing reused either
+    cfg.write_text(yaml.safe_dump({'evaluation': {
+        'timeout_factor': 0.0, 'timeout_margin_s': 0.9, 'settle_s': 0.2, 'sheets': 0,
+        'save_episodes': False}}))
+    assert main([*args, '--resume']) == 0
+    assert 'resumed' not in capsys.readouterr().err
+
+
 def test_a_checkpoint_trained_for_other_tasks_is_not_evaluated_on_them(tmp_path, checkpoint):
     import shutil
     only = shutil.copytree(checkpoint, tmp_path / 'stack_only')

@@ -235,7 +235,8 @@ def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
     config's, relative to the repository) keeps decoded frames between runs; ``evaluation``
     replaces keys of config/evaluation.yaml (workers, lab overrides...). ``arms`` default to
     ``main_job_arms``; ``sources`` adds episode folders by source (sim, gt, ...) to the real
-    and pseudo-real ones. ``resume`` continues checkpoints that left a training state.
+    and pseudo-real ones. ``resume`` continues checkpoints that left a training state and
+    keeps the rollouts an interrupted evaluation journalled.
     ``allowed`` limits a source to the episodes it names (the experiment: the trajectories
     that passed both the twin's and the lab's check, so B, C and E share them);
     ``unseen_variants`` (task -> object variants held out of training) are rolled out on the
@@ -275,7 +276,7 @@ def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
         load_evaluation(None), **{'tasks': tasks, 'rollouts': int(rollouts),
                                   'regions': list(regions), 'variants': list(variants),
                                   'out': str(out / 'policy' / 'evaluation'), 'seed': EVAL_SEED,
-                                  'sheets': 1, **(evaluation or {})})
+                                  'sheets': 1, 'resume': resume, **(evaluation or {})})
     with single_thread_cpu():
         trained = train_all(runs, out, log, resume, train_workers)
         t_eval = time.monotonic()

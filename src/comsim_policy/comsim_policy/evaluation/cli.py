@@ -35,10 +35,13 @@ def main(argv=None) -> int:
     parser.add_argument('--seed', type=int)
     parser.add_argument('--timeout-s', type=float, help='dds: per rollout, sim seconds')
     parser.add_argument('--config', help='YAML whose keys replace config/evaluation.yaml\'s')
+    parser.add_argument('--resume', action='store_true', default=None,
+                        help='in_process: keep the rollouts an interrupted run into the same '
+                             '--out finished (same weights, settings, seeds); run the rest')
     ns = parser.parse_args(argv)
     flags = {key: getattr(ns, key) for key in ('mode', 'workers', 'tasks', 'rollouts',
                                                  'regions', 'variants', 'out', 'seed',
-                                                 'timeout_s')}
+                                                 'timeout_s', 'resume')}
     cfg = dataclasses.replace(load_config(ns.config),
                               **{k: v for k, v in flags.items() if v is not None})
     missing = [c for c in ns.checkpoints if not c.is_dir()]

@@ -42,6 +42,9 @@ class EvaluationConfig:
     timeout_factor: float
     timeout_margin_s: float
     stale_after_s: float
+    # in_process: rollouts journalled in `out` by an interrupted run (same weights, settings
+    # and seeds) are kept instead of run again (evaluation/journal.py)
+    resume: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -16,6 +16,7 @@ its environment once and loads each checkpoint once.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import multiprocessing
 import os
@@ -40,6 +41,12 @@ from comsim_policy.evaluation.environment import (
     load_environment,
 )
 from comsim_policy.evaluation.episode_writer import RolloutEpisodeWriter
+from comsim_policy.evaluation.journal import (
+    RolloutJournal,
+    checkpoint_digest,
+    rollout_key,
+    settings_digest,
+)
 from comsim_policy.evaluation.results import Evaluation, Rollout, checkpoint_names
 
 LAB_SOURCE = 'real'   # filmed in the bench lab (the DDS path's episode_runner.LAB_SOURCE)
@@ -339,35 +346,52 @@ def worker_count(workers: int) -> int:
 
 def evaluate_in_process(checkpoints: dict[Path, str], tasks, n_rollouts: int, regions, variants,
                         spec: WorkerSpec, *, seed: int, workers: int = 0,
-                        log: Callable[[str], None] = print) -> Evaluation:
+                        log: Callable[[str], None] = print, resume: bool = False) -> Evaluation:
     """Run every job; `workers` = 1 runs them in this process, otherwise in that many spawned
-    processes (0 = one per core). `out_dir/results.json` gets the table and paired tests."""
+    processes (0 = one per core). `out_dir/results.json` gets the table and paired tests.
+    Every finished rollout is journalled in `out_dir` (`journal.RolloutJournal`); with
+    `resume` the journalled ones (same weights, settings and seed) are not run again."""
     environment_class(spec.env)   # a bad name fails here, not in every worker
     out_dir = Path(spec.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = make_jobs(checkpoints, tasks, n_rollouts, regions, variants, seed, log)
-    result = Evaluation()
-    n = min(worker_count(workers), max(len(jobs), 1))
+    digests = {str(c): checkpoint_digest(c) for c in checkpoints}
+    journal = RolloutJournal(out_dir, settings_digest(
+        {k: v for k, v in dataclasses.asdict(spec).items() if k != 'out_dir'}))
 
-    def done(r: Rollout) -> None:
+    def key(job: Job) -> str:
+        return rollout_key(digests[job.checkpoint], job.task, job.region, job.variant, job.seed)
+
+    journalled = journal.load() if resume else {}
+    finished = {key(j): dataclasses.replace(journalled[key(j)], checkpoint=j.name)
+                for j in jobs if key(j) in journalled}
+    todo = [j for j in jobs if key(j) not in finished]
+    if finished:
+        log(f'resumed: {len(finished)} of {len(jobs)} rollouts from {journal.path}')
+    n = min(worker_count(workers), max(len(todo), 1))
+
+    def done(job: Job, r: Rollout) -> None:
         log(f'{r.checkpoint} {r.task} {r.region} {r.variant or "default"} seed={r.seed}: '
             f'{"success" if r.success else "failure"} ({r.message}) {r.sim_s} sim s, '
             f'{r.wall_s} wall s, {r.renders} renders')
-        result.rollouts.append(r)
+        journal.append(key(job), r)
+        finished[key(job)] = r
 
     if n <= 1:
-        worker = Worker(spec)
+        worker = Worker(spec) if todo else None
         try:
-            for job in jobs:
-                done(worker.run(job))
+            for job in todo:
+                done(job, worker.run(job))
         finally:
-            worker.env.close()
+            if worker is not None:
+                worker.env.close()
     else:
         ctx = multiprocessing.get_context('spawn')
         with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker,
                                  initargs=(spec,)) as pool:
-            for r in pool.map(_run_job, jobs):
-                done(r)
+            for job, r in zip(todo, pool.map(_run_job, todo), strict=True):
+                done(job, r)
+    result = Evaluation([finished[key(j)] for j in jobs])
     result.save(out_dir / 'results.json')
     return result
 
@@ -388,4 +412,5 @@ def evaluate(checkpoint_dirs, cfg: EvaluationConfig,
     names = checkpoint_names([Path(c) for c in checkpoint_dirs])
     return evaluate_in_process(names, cfg.tasks, cfg.rollouts, cfg.regions,
                                ['' if v in ('', 'default') else v for v in cfg.variants], spec,
-                               seed=cfg.seed, workers=cfg.workers, log=log)
+                               seed=cfg.seed, workers=cfg.workers, log=log,
+                               resume=cfg.resume)
