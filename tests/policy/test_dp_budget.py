@@ -64,3 +64,17 @@ def test_training_with_a_time_budget_ends_by_it(tmp_path):
     assert wall < 12 + 30          # loose: a loaded machine slows the last interval
     state = json.loads((tmp_path / 'ckpt' / 'training_state' / 'state.json').read_text())
     assert state['step'] == steps[-1]
+
+
+def test_a_resumed_runs_history_starts_with_what_it_logged_before(tmp_path):
+    """The summary of a resumed run covers the whole run (its arm's validation figures in the
+    experiment's report): records up to the resumed step, merged by step, torn lines and
+    steps past the checkpoint (run again) dropped."""
+    from comsim_policy.training.train import logged_history
+
+    log = tmp_path / 'log.jsonl'
+    log.write_text('{"step": 50, "loss": 1.0}\n{"step": 100, "loss": 0.5}\n'
+                   '{"step": 100, "val_loss": 0.4}\n{"step": 150, "loss": 0.3}\n{"step": 1')
+    assert logged_history(log, 100) == [{'step': 50, 'loss': 1.0},
+                                        {'step': 100, 'loss': 0.5, 'val_loss': 0.4}]
+    assert logged_history(tmp_path / 'none.jsonl', 100) == []

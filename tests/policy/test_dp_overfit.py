@@ -84,12 +84,16 @@ def test_resume_continues_from_last_checkpoint(trained, tmp_path, monkeypatch):
         raise AssertionError('a resumed run refitted its normaliser (it is in the state)')
 
     monkeypatch.setattr(train_module, 'fit_normalizer', refit)
+    # what an interrupted run logs past its last checkpoint (then killed mid-line) is redone
+    with (out / 'log.jsonl').open('a') as fh:
+        fh.write('{"step": 425, "loss": 9.9}\n{"step": 43')
     main(['--config', str(trained / 'tiny.yaml'), '--data', str(trained / 'eps'),
           '--out', str(out), '--resume', '--max-steps', '450'])
     after = load_file(str(out / 'model.safetensors'))
     assert before and all(torch.equal(v, after[k]) for k, v in before.items())
     steps = [r['step'] for r in _log(trained)]
     assert steps[-1] == 450 and steps.count(400) == 1   # continued, did not restart at 0
+    assert 425 not in steps and steps == sorted(set(steps))
     state = json.loads((out / 'training_state' / 'state.json').read_text())
     assert state['step'] == 450
     assert load_config(out).camera_sizes == {FRONT: [48, 64]}

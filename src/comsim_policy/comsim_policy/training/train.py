@@ -24,6 +24,7 @@ import torch
 from diffusers.training_utils import EMAModel
 from torch.utils.data import DataLoader
 
+from comsim_core.checkpoint import write_text
 from comsim_core.errors import cli_main
 
 from ..checkpoint import (
@@ -166,6 +167,23 @@ def evaluate(model: DiffusionPolicyModel, episodes: list, config: PolicyConfig,
     return {'val_loss': float(np.mean(losses)), 'val_action_mae': float(np.mean(errs)), **sens}
 
 
+def logged_history(path: Path, upto: int) -> list[dict]:
+    """The records a run logged up to step ``upto`` (where a resumed run takes over): its
+    summary then covers the whole run, not only the part after the resume. Steps logged past
+    ``upto`` by the interrupted run are run again, so they are dropped; so is a torn line."""
+    records: dict[int, dict] = {}
+    if path.is_file():
+        for line in path.read_text(encoding='utf8').splitlines():
+            try:
+                record = json.loads(line)
+                step = int(record['step'])
+            except (ValueError, KeyError, TypeError):
+                continue
+            if step <= upto:
+                records.setdefault(step, {}).update(record)
+    return [records[k] for k in sorted(records)]
+
+
 def run_config(config: PolicyConfig, out: Path | str, resume: bool = False,
                max_steps: int | None = None) -> PolicyConfig:
     """The config a run uses: the saved one when resuming (with the new step count)."""
@@ -225,7 +243,10 @@ def train_prepared(config: PolicyConfig, data: PreparedData, out: Path | str,
         from safetensors.torch import load_model  # noqa: PLC0415
         load_model(averaged, str(out / 'model.safetensors'), device=str(device))
         step, best = int(st['step']), float(st['best_val_loss'])
+        history = logged_history(out / 'log.jsonl', step)
+        write_text(out / 'log.jsonl', ''.join(json.dumps(r) + '\n' for r in history))
         log(f'resumed from {out} at step {step}')
+    start = step
     ema = policy_ema(averaged, tc.ema_decay, tc.ema_warmup_steps)
     ema.optimization_step = step
     loader, sampler, ds = make_loader(data, config, device)
@@ -278,7 +299,7 @@ def train_prepared(config: PolicyConfig, data: PreparedData, out: Path | str,
                 tc.max_steps = planned
     finally:
         logf.close()
-    if not history:  # nothing to do (already at max_steps): still leave a checkpoint
+    if step == start:  # nothing to do (already at max_steps): still leave a checkpoint
         save_pretrained(averaged, out)
     losses = [h['loss'] for h in history if 'loss' in h]
     return {'steps': step, 'first_loss': first_loss, 'final_loss': losses[-1] if losses else None,
