@@ -42,3 +42,26 @@ def test_stage_names_missing_inputs(tmp_path):
     (tmp_path / 'sim').mkdir()
     with pytest.raises(NeuralSimError, match='no sim episodes'):
         neural_sim_stage(tmp_path, tmp_path / 'paired', tmp_path / 'sim', log=lambda s: None)
+
+
+def test_a_rerun_stage_keeps_its_trained_checkpoint_and_translations(tmp_path):
+    """The experiment resumes a stage that was interrupted after training: the checkpoint is
+    not retrained (its translations on disk would then come from two models), finished
+    translations are skipped, and the losses reported are the run's."""
+    for i in range(2):
+        sim_episode(tmp_path / 'sim', f'ep{i}', frames=5, seed=i)
+        paired_episode(tmp_path / 'paired', f'pair{i}', frames=8, seed=i,
+                       cameras=('front', 'side'))
+    kwargs = dict(train_steps=3, config=tiny_config(), steps=1)
+    first = neural_sim_stage(tmp_path / 'o', tmp_path / 'paired', tmp_path / 'sim',
+                             log=lambda s: None, **kwargs)
+    weights = tmp_path / 'o' / 'checkpoint' / 'transformer' / 'diffusion_pytorch_model.safetensors'
+    before = weights.read_bytes()
+    lines: list[str] = []
+    again = neural_sim_stage(tmp_path / 'o', tmp_path / 'paired', tmp_path / 'sim',
+                             log=lines.append, **kwargs)
+    assert weights.read_bytes() == before
+    assert any('resumed at step 3' in ln for ln in lines), lines
+    assert sum('already translated' in ln for ln in lines) == 2, lines
+    assert (again.first_loss, again.last_loss) == (first.first_loss, first.last_loss)
+    assert again.first_loss == again.first_loss            # not NaN

@@ -5,6 +5,8 @@ report renders it)."""
 
 from __future__ import annotations
 
+import csv
+import dataclasses
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -20,10 +22,11 @@ from .data.clips import load_paired_dir
 from .errors import NeuralSimError
 from .evaluation.ablation import AblationResult, run_ablation
 from .evaluation.generated import GeneratedEvalResult, evaluate_generated
-from .training.train import train
+from .training.train import TrainResult, train
 from .translate.episode import camera_topics, translate_dir
 
 DEFAULT_TRAIN_STEPS = 600   # ~4-5 min for the default config on 2 cores, 1 thread
+RESUME_EVERY = 500          # steps between the stage's training states
 # (sim episodes, output directory, cameras, frames per episode) -> ground-truth paired episodes
 GroundTruthFn = Callable[[list[Path], Path, list[str], int], object]
 
@@ -116,6 +119,17 @@ def score_generated(out: Path, sims: list[Path], pseudo: Path, ground_truth: Gro
     return score
 
 
+def logged_losses(res: TrainResult) -> TrainResult:
+    """``res`` with the whole run's first and last loss from its ``loss.csv``: a resumed run
+    reports only the steps after the resume (NaN when it was already finished)."""
+    path = Path(res.out) / 'loss.csv'
+    rows = list(csv.DictReader(path.open())) if path.is_file() else []
+    if not rows:
+        return res
+    return dataclasses.replace(res, first_loss=float(rows[0]['loss']),
+                               last_loss=float(rows[-1]['loss']))
+
+
 def neural_sim_stage(out: Path, paired_dir: Path, sim_dir: Path, log=print,
                      train_steps: int | None = None, config: NeuralSimConfig | None = None,
                      steps: int = 10, ground_truth: GroundTruthFn | None = None,
@@ -136,8 +150,10 @@ def neural_sim_stage(out: Path, paired_dir: Path, sim_dir: Path, log=print,
     if not sims:
         raise NeuralSimError(f'neural-sim stage: no sim episodes (metadata.yaml) under {sim_dir}')
     cfg = config or NeuralSimConfig()
+    # saved every RESUME_EVERY steps: an interrupted stage continues its training, and a
+    # finished one is not retrained (its translations on disk stay those of one checkpoint)
     cfg = cfg.replace(cameras=_cameras(paired_dir), sample_every=10**9,
-                      save_every=10**9, log_every=50)
+                      save_every=RESUME_EVERY, log_every=50)
     clips = load_paired_dir(paired_dir, cfg.cameras, cfg.command_topic)
     cfg = cfg.replace(action_dim=int(clips[0].actions.shape[1]))
     names = sorted({c.name for c in clips})
@@ -150,9 +166,10 @@ def neural_sim_stage(out: Path, paired_dir: Path, sim_dir: Path, log=print,
     try:
         t0 = time.perf_counter()
         ckpt = out / 'checkpoint'
-        if ckpt.exists():
+        resume = (ckpt / 'train_state' / 'state.json').is_file()
+        if ckpt.exists() and not resume:
             shutil.rmtree(ckpt)
-        res = train(cfg, train_clips, ckpt, steps=n_steps, log=log)
+        res = logged_losses(train(cfg, train_clips, ckpt, resume=resume, steps=n_steps, log=log))
         train_s = time.perf_counter() - t0
         log(f'neural sim: trained {n_steps} steps in {train_s:.0f} s, loss '
             f'{res.first_loss:.4f} -> {res.last_loss:.4f}')
