@@ -79,6 +79,28 @@ def wait_for_services(node, names: list[str], timeout: float, graph) -> None:
         rclpy.spin_once(node, timeout_sec=0.2)
 
 
+def resumed_recording(episodes: Path) -> dict:
+    """What an interrupted record stage left in ``episodes``: its closed episodes, by (task,
+    seed), to keep; an episode it did not close is moved aside to ``.interrupted/`` (a hidden
+    folder no reader looks in), and its layout recorded again."""
+    from comsim_core.episodes import is_complete
+    from comsim_core.episodes.sidecar import SIDECAR_NAME
+    from comsim_core.ros.episode_runner import recorded_episodes
+
+    if not episodes.is_dir():
+        return {}
+    for path in sorted(p.parent for p in episodes.glob(f'*/{SIDECAR_NAME}')):
+        if not is_complete(path):       # a bag never closed, or a sidecar never finished
+            aside = episodes / '.interrupted' / path.name
+            aside.parent.mkdir(parents=True, exist_ok=True)
+            path.rename(aside)
+            log(f'[record] {path.name} was not closed: moved to {aside}')
+    done = recorded_episodes(episodes)
+    if done:
+        log(f'[record] resuming: {len(done)} episodes already recorded')
+    return done
+
+
 def record_stage(out: Path, tasks: list[str], per_task: int) -> dict:
     import rclpy
 
@@ -87,9 +109,7 @@ def record_stage(out: Path, tasks: list[str], per_task: int) -> dict:
     from comsim_teleop.report.recording import summarise_recording
 
     episodes = out / 'episodes'
-    if episodes.exists():       # an interrupted recording: its episodes' seeds restart at 0
-        import shutil
-        shutil.rmtree(episodes)
+    done = resumed_recording(episodes)
     overrides = {'recorder': {'output_dir': str(episodes)}}
     specs = graph_from_launch(ROOT / 'launch' / 'record.launch.py', {'bench_lab': 'true'},
                               overrides)
@@ -103,7 +123,7 @@ def record_stage(out: Path, tasks: list[str], per_task: int) -> dict:
             runner = EpisodeRunner()
             wait_for_services(runner, ['/bench_lab/reset', '/recorder/start',
                                        '/teleop/start_scripted'], 120.0, graph)
-            results = runner.run_all(lambda s: log(f'[record] {s}'))
+            results = runner.run_all(lambda s: log(f'[record] {s}'), done=done)
             runner.destroy_node()
         finally:
             rclpy.shutdown()

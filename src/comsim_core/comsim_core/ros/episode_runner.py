@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import rclpy
 from rcl_interfaces.srv import SetParameters
@@ -18,7 +20,9 @@ from rclpy.parameter import Parameter
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from comsim_core.episodes.layout import find_episodes
 from comsim_core.episodes.meta import EpisodeMeta
+from comsim_core.episodes.sidecar import counts_as_success, read_sidecar
 from comsim_core.ros.messages import LATCHED_QOS
 from comsim_core.ros.params import declare_parameters
 from comsim_core.ros.run import run_node
@@ -137,18 +141,44 @@ class EpisodeRunner(Node):
         summary = json.loads(summary)
         return EpisodeResult(task, seed, bool(success), summary.get('path', ''), summary, why)
 
-    def run_all(self, log=print) -> list[EpisodeResult]:
+    def run_all(self, log=print, done: Mapping[tuple[str, int], EpisodeResult] | None = None
+                ) -> list[EpisodeResult]:
+        """Every episode of the plan (``recording_plan``); those in ``done`` (a resumed session:
+        ``recorded_episodes`` of its output folder) are not recorded again."""
         results = []
-        seed = int(self.p.seed)
-        for task in self.p.tasks:
-            for _ in range(int(self.p.episodes_per_task)):
-                t0 = time.monotonic()
-                result = self.run_episode(task, seed)
-                log(f'{task} seed={seed}: {"success" if result.success else "failure"} '
-                    f'({result.message}) {time.monotonic() - t0:.1f} s wall -> {result.path}')
-                results.append(result)
-                seed += 1
+        for task, seed in recording_plan(self.p.tasks, int(self.p.episodes_per_task),
+                                         int(self.p.seed)):
+            if done and (task, seed) in done:
+                results.append(done[task, seed])
+                continue
+            t0 = time.monotonic()
+            result = self.run_episode(task, seed)
+            log(f'{task} seed={seed}: {"success" if result.success else "failure"} '
+                f'({result.message}) {time.monotonic() - t0:.1f} s wall -> {result.path}')
+            results.append(result)
         return results
+
+
+def recording_plan(tasks: Sequence[str], per_task: int, seed: int) -> list[tuple[str, int]]:
+    """(task, layout seed) of every episode a session records: seeds count up from ``seed``
+    across the tasks in order, so the same settings give the same layouts."""
+    return [(task, seed + i * per_task + k) for i, task in enumerate(tasks)
+            for k in range(per_task)]
+
+
+def recorded_episodes(folder: Path) -> dict[tuple[str, int], EpisodeResult]:
+    """The episodes an earlier session closed in ``folder`` (status ``complete``, failed ones
+    included: their layout was recorded), by (task, seed), so a resumed session records only
+    the rest of its plan."""
+    done = {}
+    for path in find_episodes(folder, complete_only=True) if Path(folder).is_dir() else []:
+        side = read_sidecar(path) or {}
+        meta = side.get('metadata') or {}
+        if 'task' in meta and meta.get('seed') is not None:
+            done[str(meta['task']), int(meta['seed'])] = EpisodeResult(
+                str(meta['task']), int(meta['seed']), counts_as_success(side), str(path), side,
+                str(side.get('notes') or ''))
+    return done
 
 
 def _record(node: EpisodeRunner) -> int:
