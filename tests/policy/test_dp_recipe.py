@@ -88,6 +88,21 @@ def test_limits_normalisation_covers_every_reachable_joint_value():
     assert float(data.state.normalize(torch.full((7,), 0.2))[0]) == pytest.approx(3.0, abs=1e-4)
 
 
+def test_a_joint_the_data_never_moved_is_output_as_its_value():
+    """Demos that never turned one joint: the policy outputs that joint's value whatever the
+    network's raw output (before: anything within +-0.5 rad of it); as an input the same joint
+    keeps a moderate scale, so a state off it does not blow up."""
+    states = np.array([[0.0, 0.3], [1.0, 0.3]])
+    norm = PolicyNormalizer.fit(states, states)
+    raw = torch.tensor([[0.9, -0.8], [-1.0, 1.0]])
+    out = norm.action.unnormalize(raw)
+    assert torch.allclose(out[:, 1], torch.full((2,), 0.3))
+    assert torch.allclose(out[:, 0], torch.tensor([0.95, 0.0]))
+    assert float(norm.state.normalize(torch.tensor([0.5, 0.4]))[1]) == pytest.approx(0.2)
+    # the checkpoint's tensors are the same: min and max per dimension
+    assert sorted(norm.state_dict()) == ['action.max', 'action.min', 'state.max', 'state.min']
+
+
 def test_unknown_normalization_is_a_config_error():
     with pytest.raises(ConfigError, match="normalization 'minmax'"):
         PolicyConfig(normalization='minmax')

@@ -64,19 +64,33 @@ class RangeNormalizer(nn.Module):
         return y * half + center
 
 
+class ActionNormalizer(RangeNormalizer):
+    """Actions: a dimension the training data never moved is output as that value.
+
+    As an input (a state) such a dimension keeps a half-range of 0.5, so a value off it at
+    inference stays a moderate number; as an output that half-range would turn the network's
+    error in a dimension it had nothing to learn from into up to 0.5 of its unit (a joint the
+    demonstrations never turned, commanded anywhere within 0.5 rad of where they held it)."""
+
+    def unnormalize(self, y: torch.Tensor) -> torch.Tensor:
+        center, half = self._scale()
+        half = torch.where(self.max - self.min < EPS, torch.zeros_like(half), half)
+        return y * half + center
+
+
 class PolicyNormalizer(nn.Module):
     """State and action normalisers, kept together so they are saved together."""
 
     def __init__(self, state_dim: int, action_dim: int) -> None:
         super().__init__()
         self.state = RangeNormalizer(state_dim)
-        self.action = RangeNormalizer(action_dim)
+        self.action = ActionNormalizer(action_dim)
 
     @classmethod
     def fit(cls, states: np.ndarray, actions: np.ndarray) -> PolicyNormalizer:
         norm = cls(np.shape(states)[-1], np.shape(actions)[-1])
         norm.state = RangeNormalizer.fit(states)
-        norm.action = RangeNormalizer.fit(actions)
+        norm.action = ActionNormalizer.fit(actions)
         return norm
 
     @classmethod
@@ -84,7 +98,7 @@ class PolicyNormalizer(nn.Module):
         """States and actions are both joint positions: both get the joint limits."""
         norm = cls(len(low), len(low))
         norm.state = RangeNormalizer.from_range(low, high)
-        norm.action = RangeNormalizer.from_range(low, high)
+        norm.action = ActionNormalizer.from_range(low, high)
         return norm
 
 
