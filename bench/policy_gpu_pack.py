@@ -107,7 +107,7 @@ def read_pack(path: Path | str) -> tuple[PolicyConfig, PreparedData, PolicyNorma
 
 def _unpack(z: np.lib.npyio.NpzFile, meta: dict, config: PolicyConfig
             ) -> tuple[PolicyNormalizer, PreparedData]:
-    normalizer = PolicyNormalizer(len(config.joint_names), config.action_dim)
+    normalizer = PolicyNormalizer(config.state_dim, config.action_dim)
     normalizer.load_state_dict({k: torch.from_numpy(z[f'normalizer_{k}'])
                                 for k in normalizer.state_dict()})
     split: dict[str, list[EpisodeArrays]] = {s: [] for s in SPLITS}

@@ -17,6 +17,8 @@ import yaml
 from comsim_core import config as core_config
 from comsim_core.config import load_config
 
+from .action_space import ACTION_SPACES, POSE_DIM
+
 DEFAULT_JOINTS = ['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6', 'gripper']
 DEFAULT_CAMERAS = ['/cameras/front/image_raw', '/cameras/side/image_raw']
 COMMAND_TOPIC = '/joint_trajectory_controller/joint_trajectory'
@@ -119,7 +121,11 @@ class PolicyConfig:
     # tenth of the limits, 400 steps reached an open-loop error 2.6x holding still vs 0.64x
     # with 'data', so it needs a larger budget).
     normalization: str = 'data'
-    robot_model: str = ''      # MJCF/URDF for 'limits'; '' = the ComSim arm
+    robot_model: str = ''      # MJCF/URDF for 'limits' and end_effector; '' = the ComSim arm
+    # What states and actions are (action_space.py): 'joint' positions as recorded, or
+    # 'end_effector': the tool's position and yaw (pointing down) and the gripper, through the
+    # robot model; the runner turns predicted poses into joint targets by IK.
+    action_space: str = 'joint'
     model: ModelConfig = field(default_factory=ModelConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -129,8 +135,13 @@ class PolicyConfig:
 
     @property
     def action_dim(self) -> int:
-        """Actions are commanded joint targets: one per joint."""
-        return len(self.joint_names)
+        """Numbers per action (and per state): one per joint, or the tool pose + gripper."""
+        return POSE_DIM + 1 if self.action_space == 'end_effector' else len(self.joint_names)
+
+    @property
+    def state_dim(self) -> int:
+        """States live in the actions' space (the current pose beside the targets)."""
+        return self.action_dim
 
     @property
     def camera_keys(self) -> list[str]:
@@ -152,6 +163,13 @@ class PolicyConfig:
         if self.normalization not in NORMALIZATIONS:
             raise ConfigError(f'normalization {self.normalization!r}: expected one of '
                               f'{list(NORMALIZATIONS)}')
+        if self.action_space not in ACTION_SPACES:
+            raise ConfigError(f'action_space {self.action_space!r}: expected one of '
+                              f'{list(ACTION_SPACES)}')
+        if self.action_space == 'end_effector' and self.normalization == 'limits':
+            raise ConfigError('normalization limits is a joint range: with action_space '
+                              'end_effector use normalization data (fitted on data covering '
+                              'the workspace)')
         if not self.control_hz > 0:
             raise ConfigError(f'control_hz {self.control_hz} must be > 0')
         if self.n_obs_steps - 1 + self.n_action_steps > self.horizon:

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .action_space import action_space
 from .checkpoint import from_pretrained
 from .config import PolicyConfig
 from .model.fast import FastSampler
@@ -59,6 +60,8 @@ class PolicyRunner:
         self._generator = self._new_generator(0)
         # the packed-conv path pays off on CPU; on a GPU the plain path is already fast
         self.sampler = FastSampler(self.model) if fast and self.device.type == 'cpu' else None
+        cfg = model.config
+        self.space = action_space(cfg.action_space, cfg.joint_names, cfg.robot_model)
 
     @classmethod
     def load(cls, checkpoint_dir: Path | str, device: str | torch.device | None = None,
@@ -114,7 +117,8 @@ class PolicyRunner:
     # ------------------------------------------------------------------ prediction
     def preprocess(self, images: dict[str, np.ndarray], state: np.ndarray
                    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-        """Validate, resize, centre-crop; batch of one on the runner's device."""
+        """Validate, resize, centre-crop; the joint state into the policy's action space;
+        batch of one on the runner's device."""
         cfg = self.config
         state = np.asarray(state, dtype=np.float32)
         t_obs, n_j = cfg.n_obs_steps, len(cfg.joint_names)
@@ -137,6 +141,7 @@ class PolicyRunner:
             small = self.model.preprocessor(frames)
             tensor = torch.from_numpy(np.ascontiguousarray(small)).permute(0, 3, 1, 2)
             out[key] = tensor.unsqueeze(0).to(self.device)
+        state = self.space.encode(state)
         return out, torch.from_numpy(state).unsqueeze(0).to(self.device)
 
     def predict(self, images: dict[str, np.ndarray], state: np.ndarray,
@@ -145,7 +150,8 @@ class PolicyRunner:
 
         ``images``: camera topic -> (n_obs_steps, H, W, 3) uint8 RGB at the native size;
         ``state``: (n_obs_steps, J) joint positions, oldest first. With ``seed`` the result is
-        reproducible; without, the runner's own noise stream continues (see ``reset``).
+        reproducible; without, the runner's own noise stream continues (see ``reset``). An
+        end-effector policy's poses come back as joint targets (IK from the latest state).
         """
         imgs, st = self.preprocess(images, state)
         gen = self._new_generator(seed) if seed is not None else self._generator
@@ -154,7 +160,7 @@ class PolicyRunner:
                 actions = self.sampler.sample(imgs, st, self.scheduler, gen)
             else:
                 actions = self.model.sample(imgs, st, self.scheduler, gen)
-        return actions[0].float().cpu().numpy().astype(np.float64)
+        return self.space.decode(actions[0].float().cpu().numpy(), np.asarray(state)[-1])
 
 
 def optimize(runner: PolicyRunner, mode: str = 'compile') -> PolicyRunner:

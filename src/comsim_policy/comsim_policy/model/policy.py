@@ -41,10 +41,10 @@ class DiffusionPolicyModel(nn.Module):
             self.encoders = nn.ModuleDict({k: encoder() for k in keys})
         self.state_steps = config.n_obs_steps if m.state_steps is None else m.state_steps
         cond = (sum(self.encoders[k].out_dim for k in keys) * config.n_obs_steps
-                + len(config.joint_names) * self.state_steps)
+                + config.state_dim * self.state_steps)
         self.unet = ConditionalUnet1D(config.action_dim, cond, m.down_dims,
                                       m.kernel_size, m.n_groups, m.diffusion_step_embed_dim)
-        self.normalizer = PolicyNormalizer(len(config.joint_names), config.action_dim)
+        self.normalizer = PolicyNormalizer(config.state_dim, config.action_dim)
 
     def encode(self, images: dict[str, torch.Tensor], state: torch.Tensor,
                memory_format: torch.memory_format | None = None) -> torch.Tensor:

@@ -5,6 +5,7 @@ Separate from the loop so benches and tests build exactly the data the CLI train
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ import numpy as np
 
 from comsim_core.episodes import find_episodes, read_meta
 
+from ..action_space import action_space
 from ..config import PolicyConfig
 from ..data.cache import FrameCache
 from ..data.dataset import frame_stride
@@ -85,7 +87,18 @@ def load_all(specs: list[DataSpec], config: PolicyConfig, cache: FrameCache,
                                        '`comsim-recover --confirm-success NAME EPISODE`); '
                                        'set train.include_failed to train on them anyway')
         episodes += [cache.get(p, spec.source) for p in paths]
-    return episodes
+    return in_action_space(episodes, config)
+
+
+def in_action_space(episodes: list[EpisodeArrays], config: PolicyConfig
+                    ) -> list[EpisodeArrays]:
+    """The episodes' states and actions in ``config.action_space`` (the cache keeps the
+    recorded joints, so one cache serves both spaces)."""
+    if config.action_space == 'joint':
+        return episodes
+    space = action_space(config.action_space, config.joint_names, config.robot_model)
+    return [dataclasses.replace(e, state=space.encode(e.state), action=space.encode(e.action))
+            for e in episodes]
 
 
 def prepare(specs: list[DataSpec], config: PolicyConfig, cache: FrameCache) -> PreparedData:
@@ -140,7 +153,11 @@ def motion(specs: list[DataSpec], config: PolicyConfig) -> tuple[np.ndarray, np.
                     cmd = ep.commands(config.command_topic)
                     actions.append(cmd.position[:, _reorder(cmd.names, config.joint_names,
                                                             config.command_topic, path)])
-    return np.concatenate(states), np.concatenate(actions or states)
+    states, actions = np.concatenate(states), np.concatenate(actions or states)
+    if config.action_space == 'joint':
+        return states, actions
+    space = action_space(config.action_space, config.joint_names, config.robot_model)
+    return space.encode(states), space.encode(actions)
 
 
 def stacked(episodes: list[EpisodeArrays], field_name: str) -> np.ndarray:
