@@ -185,7 +185,10 @@ def main() -> int:
         print(f'only {ok} of {filmed} filmed episodes pass the lab check; training on them')
 
     arms = {'gt': ([f'{work / "gt"}:gt'], {'gt': min(ok, args.episodes)})}
-    union = [f'{work / "sim"}:sim']      # the filmed trajectories' joint data, read fast
+    # the filmed trajectories' joint data: the sim episodes read fast; where only their
+    # sidecars were kept (bags deleted for disk), the filmed episodes hold the same motions
+    union = [f'{work / "sim"}:sim'] if next((work / 'sim').rglob('*.mcap'), None) \
+        else [f'{work / "gt"}:gt']
     if args.real is not None:
         arms['real'] = ([f'{args.real}:real'], {})
         union.append(f'{args.real}:real')
