@@ -91,7 +91,7 @@ def resumed_recording(episodes: Path) -> dict:
         return {}
     for path in sorted(p.parent for p in episodes.glob(f'*/{SIDECAR_NAME}')):
         if not is_complete(path):       # a bag never closed, or a sidecar never finished
-            aside = episodes / '.interrupted' / path.name
+            aside = set_aside_path(episodes / '.interrupted', path.name)
             aside.parent.mkdir(parents=True, exist_ok=True)
             path.rename(aside)
             log(f'[record] {path.name} was not closed: moved to {aside}')
@@ -99,6 +99,16 @@ def resumed_recording(episodes: Path) -> dict:
     if done:
         log(f'[record] resuming: {len(done)} episodes already recorded')
     return done
+
+
+def set_aside_path(folder: Path, name: str) -> Path:
+    """``folder/name``, or ``name.2``, ``name.3``...: the recorder names the re-recorded episode
+    as the one set aside, and a second interruption must not fail on the first's folder."""
+    path, n = folder / name, 1
+    while path.exists():
+        n += 1
+        path = folder / f'{name}.{n}'
+    return path
 
 
 def record_stage(out: Path, tasks: list[str], per_task: int) -> dict:
@@ -142,7 +152,7 @@ def generation_config(cfg: ExperimentConfig, out: Path):
     failures discarded, appearance randomisation as the experiment says; saved with the run."""
     from comsim_twin.generation.config import GenerationConfig
 
-    base = GenerationConfig.load()
+    base = GenerationConfig.load(GENERATION_YAML)
     gen = base.with_overrides(region='workspace', camera_hz=cfg.camera_hz, failures='discard',
                               randomise=dict(base.randomise) if cfg.appearance_randomisation
                               else {})
@@ -346,12 +356,27 @@ def policy_stage(out: Path, episodes_dir: Path, data: dict, cfg: ExperimentConfi
 # --- the run --------------------------------------------------------------------------------
 
 
+GENERATION_YAML = ROOT / 'config' / 'twin' / 'generation.yaml'
+
+
+def config_digests(cfg: ExperimentConfig, scale: Scale) -> dict[str, str]:
+    """The configs later stages read when they start, by content: a recipe edited between
+    two sessions of one run would train its remaining arms differently from the finished
+    ones (and a resumed arm keeps its saved recipe), so such a resume is refused."""
+    import hashlib
+
+    paths = (ROOT / scale.policy_config, ROOT / cfg.neural_sim_config, GENERATION_YAML)
+    return {str(p.relative_to(ROOT) if p.is_relative_to(ROOT) else p):
+            hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in paths}
+
+
 def settings(args, cfg: ExperimentConfig, scale: Scale) -> dict:
     """What makes two runs the same experiment (a resumed run must match them)."""
     return {'scale': args.scale, 'tasks': cfg.tasks, 'counts': dataclasses.asdict(scale),
             'camera_hz': cfg.camera_hz, 'appearance_randomisation': cfg.appearance_randomisation,
             'generated_share': cfg.generated_share, 'generation_seed': cfg.generation_seed,
-            'eval_seed': cfg.eval_seed, 'reuse_episodes': str(args.reuse_episodes or '')}
+            'eval_seed': cfg.eval_seed, 'reuse_episodes': str(args.reuse_episodes or ''),
+            'configs': config_digests(cfg, scale)}
 
 
 def parse_args(argv=None):

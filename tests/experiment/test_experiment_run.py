@@ -110,3 +110,24 @@ def test_the_main_job_refuses_to_resume_with_another_scale(tmp_path):
     err = res.stderr.strip().splitlines()
     assert len(err) == 1 and 'this run started with other settings' in err[0], res.stderr
     assert json.loads((out / 'run.json').read_text())['settings']['scale'] == 'reduced'
+
+
+def test_the_main_job_refuses_to_resume_after_its_recipe_changed(tmp_path):
+    """A recipe edited between two sessions of a run would train the remaining arms with
+    another recipe than the finished ones: the resume names the setting and stops."""
+    recipe = tmp_path / 'recipe.yaml'
+    recipe.write_text((ROOT / 'config' / 'policy_train.yaml').read_text())
+    experiment = tmp_path / 'experiment.yaml'
+    experiment.write_text((ROOT / 'config' / 'experiment.yaml').read_text().replace(
+        'policy_config: config/policy_train.yaml', f'policy_config: {recipe}'))
+    sys.path.insert(0, str(ROOT / 'scripts'))
+    import main_job  # noqa: PLC0415
+
+    args = main_job.parse_args(['--config', str(experiment)])
+    cfg, scale = main_job.experiment_settings(args)
+    Run(tmp_path / 'run', main_job.settings(args, cfg, scale))
+    Run(tmp_path / 'run', main_job.settings(args, cfg, scale))      # unchanged: resumes
+    recipe.write_text(recipe.read_text().replace('action_space: end_effector',
+                                                 'action_space: joint'))
+    with pytest.raises(RunMismatchError, match=r'other settings \(configs'):
+        Run(tmp_path / 'run', main_job.settings(args, cfg, scale))

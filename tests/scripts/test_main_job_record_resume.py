@@ -44,3 +44,15 @@ def test_closed_episodes_are_kept_and_an_unclosed_one_set_aside(tmp_path):
 
 def test_a_first_run_has_nothing_to_resume(tmp_path):
     assert main_job.resumed_recording(tmp_path / 'episodes') == {}
+
+
+def test_an_episode_interrupted_twice_is_set_aside_twice(tmp_path):
+    """The re-recorded episode gets the set-aside one's name; its own interruption is kept
+    beside the first, and the resume goes on."""
+    eps = tmp_path / 'episodes'
+    episode(eps, 'episode_0000_move_card', 0, 'recording', None, closed=False)
+    assert main_job.resumed_recording(eps) == {}
+    episode(eps, 'episode_0000_move_card', 0, 'recording', None, closed=False)
+    assert main_job.resumed_recording(eps) == {}
+    aside = sorted(p.name for p in (eps / '.interrupted').iterdir())
+    assert aside == ['episode_0000_move_card', 'episode_0000_move_card.2']
