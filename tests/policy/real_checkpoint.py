@@ -42,12 +42,21 @@ def tiny_policy_config(cameras, size) -> PolicyConfig:
 
 
 def write_checkpoint(path: Path, cameras, size, nan: bool = False,
-                     action_range: float | None = None) -> Path:
+                     action_range: float | None = None, unreachable: bool = False) -> Path:
     """A checkpoint dir; actions span the robot's limits unless `action_range` (rad) widens
-    them to [-range, range] (outputs then exceed the limits)."""
+    them to [-range, range] (outputs then exceed the limits). `unreachable`: an end-effector
+    policy whose every tool position lies 2-3 m in front of the robot."""
     torch.manual_seed(0)
     robot = RobotModel.load()
-    model = DiffusionPolicyModel(tiny_policy_config(cameras, size))
+    cfg = tiny_policy_config(cameras, size)
+    if unreachable:
+        cfg.action_space = 'end_effector'
+        states = np.array([[0.2, -0.3, 0.0, -3.0, 0.0], [0.6, 0.3, 0.3, 3.0, 0.04]])
+        model = DiffusionPolicyModel(cfg)
+        model.normalizer = PolicyNormalizer.fit(states, states + [2.0, 0, 0, 0, 0])
+        save_pretrained(model, path)
+        return path
+    model = DiffusionPolicyModel(cfg)
     lo, hi = robot.lower, robot.upper
     if action_range is not None:
         lo, hi = np.full_like(lo, -action_range), np.full_like(hi, action_range)

@@ -11,6 +11,7 @@ from comsim_core.episodes import Episode
 from comsim_core.robot.model import RobotModel, tool_down_rotation
 from comsim_policy.action_space import (
     EndEffectorSpace,
+    UnreachablePose,
     JointSpace,
     action_space,
     tool_yaw,
@@ -114,3 +115,14 @@ def test_an_end_effector_policy_reproduces_the_recorded_joint_targets(trained):
             errors.append(np.abs(pred - target).mean())
             holds.append(np.abs(target - state[-1]).mean())
     assert np.mean(errors) < 0.5 * np.mean(holds), (np.mean(errors), np.mean(holds))
+
+
+def test_a_pose_out_of_reach_is_refused_not_stretched_towards():
+    space = EndEffectorSpace(JOINTS)
+    q = tool_circle(3, np.arange(0, 1, 0.1))
+    x = space.encode(q)
+    far = x.copy()
+    far[5:, 0] += 2.0                       # the second half of the chunk 2 m further out
+    with pytest.raises(UnreachablePose, match=r'row 5 of the chunk: .* out of reach'):
+        space.decode(far, q[0])
+    np.testing.assert_allclose(space.decode(x[:5], q[0]), space.decode(far[:5], q[0]))

@@ -23,7 +23,9 @@ ROBOT = RobotModel.load()
 def checkpoints(tmp_path_factory):
     root = tmp_path_factory.mktemp('ckpt')
     return {'wide': write_checkpoint(root / 'wide', CAMS, SIZE, action_range=50.0),
-            'nan': write_checkpoint(root / 'nan', CAMS, SIZE, nan=True)}
+            'nan': write_checkpoint(root / 'nan', CAMS, SIZE, nan=True),
+            'unreachable': write_checkpoint(root / 'unreachable', CAMS, SIZE,
+                                            unreachable=True)}
 
 
 def controller(path, stream=False, inference_period=0.0) -> PolicyController:
@@ -258,3 +260,17 @@ def test_a_zero_inference_timeout_never_holds(checkpoints):
     assert ctl.request(10.0) is not None
     feed(ctl, 20.0)
     assert ctl.update(20.0) is None and ctl.stalls == 0
+
+
+def test_an_end_effector_chunk_out_of_reach_holds_the_arm(checkpoints):
+    """Poses 2 m away: the IK's nearest joints would stretch the arm towards them; the
+    controller holds instead, says why, and sends nothing. The warm-up on blank inputs at
+    all-zero joints still times the network."""
+    ctl = running(checkpoints['unreachable'])
+    assert ctl.runner.config.action_space == 'end_effector'
+    assert ctl.warm_up() > 0
+    feed(ctl, 10.0)
+    out = step(ctl, 10.05)
+    assert all(not isinstance(o, Command) for o in out), out
+    assert ctl.hold_reason == HoldReason.INFERENCE_FAILED
+    assert 'out of reach' in ctl.reason_text and ctl.chunks == 0

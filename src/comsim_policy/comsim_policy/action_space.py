@@ -30,6 +30,15 @@ POSE_DIM = 4            # position (3) + yaw of a tool pointing down
 # what a row leaves within tolerance the next inherits (joints drifted 0.07 rad over 30 rows).
 IK_POS_TOL_M = 2e-4
 IK_ROT_TOL = 2e-3
+# A predicted row the IK misses by more than this is refused (UnreachablePose): the arm holds
+# instead of going to the nearest joints it found. Below it (the workspace's rim, a yaw at a
+# wrist limit) the nearest joints are sent, limited like any joint target.
+UNREACHABLE_POS_M = 0.02
+UNREACHABLE_ROT = 0.25
+
+
+class UnreachablePose(ValueError):
+    """A predicted tool pose the robot cannot reach: the controller holds the arm."""
 
 
 class JointSpace:
@@ -76,8 +85,11 @@ class EndEffectorSpace:
 
     def decode(self, x: np.ndarray, q_now: np.ndarray) -> np.ndarray:
         """(H, 5) poses and gripper -> (H, J) joint targets, by IK from ``q_now`` (J,) along
-        the rows; an unreachable pose gives the closest joints the IK found (the controller's
-        limits and velocity checks apply to them as to any joint target)."""
+        the rows, each seeded at the one before and never restarted elsewhere (no jump to
+        another branch). A pose missed by less than ``UNREACHABLE_POS_M`` /
+        ``UNREACHABLE_ROT`` gives the closest joints found (the controller's limits and
+        velocity checks apply to them as to any joint target); a worse miss raises
+        ``UnreachablePose``, and the controller holds the arm."""
         from comsim_core.robot.model import tool_down_rotation  # noqa: PLC0415
 
         x = np.asarray(x, dtype=np.float64)
@@ -86,7 +98,12 @@ class EndEffectorSpace:
         for i, row in enumerate(x):
             res = self.robot.ik(row[:3], tool_down_rotation(float(row[3])), q0=q,
                                 pos_tol=IK_POS_TOL_M, rot_tol=IK_ROT_TOL, restarts=0,
-                                raise_on_fail=False)
+                                home_restart=False, raise_on_fail=False)
+            if res.pos_err > UNREACHABLE_POS_M or res.rot_err > UNREACHABLE_ROT:
+                raise UnreachablePose(
+                    f'row {i} of the chunk: tool at {np.round(row[:3], 3).tolist()} m, yaw '
+                    f'{row[3]:.2f} rad is out of reach (the IK stopped {res.pos_err:.3f} m, '
+                    f'{res.rot_err:.2f} rad from it)')
             q = np.asarray(res.q, dtype=np.float64)[:self.n_arm]
             out[i, :self.n_arm] = q
             out[i, self.n_arm] = row[POSE_DIM]

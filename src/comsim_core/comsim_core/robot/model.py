@@ -208,9 +208,13 @@ class RobotModel:
     def ik(self, target_pos: np.ndarray, target_rot: np.ndarray | None = None,
            q0: np.ndarray | None = None, pos_tol: float = 1e-3, rot_tol: float = 1e-2,
            max_iter: int = 200, damping: float = 0.05, restarts: int = 4,
-           raise_on_fail: bool = True, seed: int = 0) -> np.ndarray | IKResult:
+           raise_on_fail: bool = True, seed: int = 0,
+           home_restart: bool = True) -> np.ndarray | IKResult:
         """Damped least squares IK for the TCP, respecting joint limits.
 
+        Starts at ``q0``, then (until one succeeds) at home when ``home_restart`` and at
+        ``restarts`` random joint vectors. Tracking a path wants ``home_restart=False,
+        restarts=0``: a restart may land on another branch, a jump in joint space.
         Returns the joint vector in the length of q0 (arm or arm + gripper; gripper kept).
         On failure raises IKError (or returns the IKResult when raise_on_fail is False).
         """
@@ -220,7 +224,7 @@ class RobotModel:
         arm0 = self.clamp(q_start[:self.n_arm])
         rng = np.random.default_rng(seed)
         best: IKResult | None = None
-        starts = [arm0, self.home[:self.n_arm]]
+        starts = [arm0, self.home[:self.n_arm]] if home_restart else [arm0]
         for _ in range(restarts):
             starts.append(rng.uniform(self.lower[:self.n_arm], self.upper[:self.n_arm]))
         for start in starts:
