@@ -100,3 +100,26 @@ def test_a_node_whose_teardown_hangs_is_ended_with_its_stacks_in_the_log():
     assert time.monotonic() - t0 < 15
     assert proc.returncode != 0
     assert 'in close' in err, err[-2000:]
+
+
+def test_a_user_mistake_exits_2_however_slow_the_interpreter_is_to_finish():
+    """Finalisation that outlasts the teardown bound (torch and DDS destructors on a loaded
+    machine, here an exit handler) must not turn the one-line error's exit code 2 into the
+    watchdog's 1 with a stack dump."""
+    proc = _run('''
+        import atexit, time
+        from rclpy.node import Node
+        from comsim_core.errors import UserError
+        from comsim_core.ros import run
+        run.TEARDOWN_S = 1
+        atexit.register(time.sleep, 5)
+
+        class Bad(Node):
+            def __init__(self):
+                super().__init__('bad')
+                raise UserError('bad.yaml: parameter rate_hz expects a number, got fast')
+        raise SystemExit(run.run_node(Bad, args=['bad']))
+    ''')
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, (proc.returncode, err[-2000:])
+    assert err.strip() == 'bad: error: bad.yaml: parameter rate_hz expects a number, got fast'

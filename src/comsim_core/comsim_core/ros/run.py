@@ -80,7 +80,8 @@ def run_node(make_node: Callable[[], Node], args=None, threads: int = 1,
              work: Callable[[Node], int | None] | None = None) -> int:
     """Create the node, spin it until shutdown (or run `work(node)`, for a node that does a job
     and ends, such as the episode runner); returns the process exit code. It owns the process:
-    once the node stops, the process ends within ``TEARDOWN_S`` (``bound_teardown``)."""
+    once the node stops, the process ends within ``TEARDOWN_S`` (``bound_teardown``); after a
+    user mistake's one line it ends at once, with exit code 2."""
     argv = sys.argv if args is None else args
     prog = os.path.basename(argv[0]) if argv else 'node'
     node = None
@@ -126,4 +127,11 @@ def run_node(make_node: Callable[[], Node], args=None, threads: int = 1,
             gc.collect()
         if rclpy.ok():
             rclpy.shutdown()
+    if code == EXIT_USAGE:
+        # Said and cleaned up: end now. Interpreter finalisation (torch, DDS destructors) can
+        # outlast the teardown bound on a loaded machine, and the bound's exit code (1) would
+        # hide the user's mistake behind a watchdog dump.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     return code
