@@ -274,3 +274,26 @@ def test_an_end_effector_chunk_out_of_reach_holds_the_arm(checkpoints):
     assert all(not isinstance(o, Command) for o in out), out
     assert ctl.hold_reason == HoldReason.INFERENCE_FAILED
     assert 'out of reach' in ctl.reason_text and ctl.chunks == 0
+
+
+def test_an_end_effector_policy_is_refused_on_an_arm_with_other_kinematics(
+        checkpoints, tmp_path):
+    """Its poses would become joint targets for another arm's geometry. The same model at
+    another path is the same arm."""
+    from pathlib import Path
+
+    from comsim_core.robot.model import DEFAULT_ARM_PATH
+    from comsim_policy.controller import ControllerSetupError, build_controller
+
+    runner = PolicyRunner.load(checkpoints['unreachable'], device='cpu')
+    text = Path(DEFAULT_ARM_PATH).read_text()
+    same, longer = tmp_path / 'same_arm.xml', tmp_path / 'longer_arm.xml'
+    same.write_text(text)
+    assert '<body name="link3" pos="0 0 0.35"' in text
+    longer.write_text(text.replace('<body name="link3" pos="0 0 0.35"',
+                                   '<body name="link3" pos="0 0 0.40"'))
+    assert build_controller(runner, robot_model=str(same), stale_after_s=STALE)
+    with pytest.raises(ControllerSetupError, match=r'cm elsewhere for the same joints'):
+        build_controller(runner, robot_model=str(longer), stale_after_s=STALE)
+    joint = PolicyRunner.load(checkpoints['wide'], device='cpu')     # joint targets: any arm
+    assert build_controller(joint, robot_model=str(longer), stale_after_s=STALE)

@@ -375,6 +375,29 @@ def load_runner_class(path: str):
         raise ControllerSetupError(f'runner_class {path!r} not importable: {exc}') from exc
 
 
+def check_kinematics(runner: Runner, robot: RobotModel, robot_model: str) -> None:
+    """An end-effector policy's poses become joint targets through the kinematics it was
+    trained with (its checkpoint's robot model): on an arm whose model moves the tool
+    elsewhere for the same joints they would be wrong targets, so the controller refuses.
+    Compared by the tool's position at a few joint vectors, not by file path, so the same
+    model at another path on the robot is accepted."""
+    space = getattr(runner, 'space', None)
+    if getattr(space, 'name', '') != 'end_effector':
+        return
+    trained = space.robot
+    lo, hi = robot.lower[:robot.n_arm], robot.upper[:robot.n_arm]
+    same = trained.n_arm == robot.n_arm
+    for q in (robot.home[:robot.n_arm], (lo + hi) / 2, lo + 0.3 * (hi - lo)):
+        err = float(np.linalg.norm(trained.fk(q)[0] - robot.fk(q)[0])) if same else np.inf
+        if err > 1e-3:
+            raise ControllerSetupError(
+                f"the checkpoint's end-effector actions were trained on the robot model "
+                f"{runner.config.robot_model or 'of the ComSim arm'!r}; robot_model "
+                f"{robot_model or 'the ComSim arm'!r} puts the tool {err * 100:.1f} cm "
+                f"elsewhere for the same joints: set the node's robot_model to the arm the "
+                f"policy was trained for, or retrain on this arm's model")
+
+
 def build_controller(runner: Runner, *, robot_model: str = '', velocity_scale: float = 1.0,
                      stale_after_s: float, inference_rate_hz: float = 0.0,
                      output: str = 'trajectory',
@@ -392,6 +415,7 @@ def build_controller(runner: Runner, *, robot_model: str = '', velocity_scale: f
     if missing:
         raise ControllerSetupError(f'joints {missing} of the checkpoint are not in the robot '
                                    f'model (has {robot.joint_names})')
+    check_kinematics(runner, robot, robot_model)
     idx = [index[n] for n in joints]
     shaper = CommandShaper(robot.lower[idx], robot.upper[idx], robot.max_velocity[idx],
                            float(velocity_scale))
