@@ -49,19 +49,17 @@ def write_checkpoint(path: Path, cameras, size, nan: bool = False,
     torch.manual_seed(0)
     robot = RobotModel.load()
     cfg = tiny_policy_config(cameras, size)
-    if unreachable:
+    if unreachable:     # tool x, y, z, yaw, gripper
         cfg.action_space = 'end_effector'
         states = np.array([[0.2, -0.3, 0.0, -3.0, 0.0], [0.6, 0.3, 0.3, 3.0, 0.04]])
-        model = DiffusionPolicyModel(cfg)
-        model.normalizer = PolicyNormalizer.fit(states, states + [2.0, 0, 0, 0, 0])
-        save_pretrained(model, path)
-        return path
+        actions = states + [2.0, 0, 0, 0, 0]
+    else:
+        states = np.stack([robot.lower, robot.upper])
+        actions = states if action_range is None else \
+            np.stack([np.full_like(robot.lower, -action_range),
+                      np.full_like(robot.upper, action_range)])
     model = DiffusionPolicyModel(cfg)
-    lo, hi = robot.lower, robot.upper
-    if action_range is not None:
-        lo, hi = np.full_like(lo, -action_range), np.full_like(hi, action_range)
-    model.normalizer = PolicyNormalizer.fit(np.stack([robot.lower, robot.upper]),
-                                            np.stack([lo, hi]))
+    model.normalizer = PolicyNormalizer.fit(states, actions)
     save_pretrained(model, path)
     if nan:
         weights = path / WEIGHTS

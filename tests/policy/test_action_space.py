@@ -11,8 +11,8 @@ from comsim_core.episodes import Episode
 from comsim_core.robot.model import RobotModel, tool_down_rotation
 from comsim_policy.action_space import (
     EndEffectorSpace,
-    UnreachablePose,
     JointSpace,
+    UnreachablePose,
     action_space,
     tool_yaw,
 )
