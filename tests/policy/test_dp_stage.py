@@ -14,6 +14,7 @@ import torch
 import yaml
 
 from comsim_core.paths import repo_root
+from comsim_policy.arms import Arm
 from comsim_policy.checkpoint import load_config
 from comsim_policy.config import PolicyConfig
 from comsim_policy.inference import limit_cpu_threads
@@ -23,6 +24,8 @@ from comsim_policy.stage import (
     policy_stage,
     pseudo_real_available,
     single_thread_cpu,
+    train_all,
+    wave_threads,
 )
 from fixtures.policy_episodes import FRONT, tiny_config, write_episode
 
@@ -55,6 +58,42 @@ def test_single_thread_cpu_restores(monkeypatch):
     monkeypatch.setenv('OMP_NUM_THREADS', '2')
     with single_thread_cpu():   # the user's choice wins
         assert torch.get_num_threads() == before
+
+
+def test_wave_threads_gives_a_last_lone_training_every_core():
+    assert wave_threads(4, 2) == [1, 1, 1, 1]
+    assert wave_threads(3, 2) == [1, 1, 2]
+    assert wave_threads(1, 2) == [2]
+    assert wave_threads(5, 4) == [1, 1, 1, 1, 4]
+    assert wave_threads(3, 4) == [1, 1, 1]
+    assert wave_threads(2, 1) == [1, 1] and wave_threads(0, 2) == []
+
+
+def test_train_all_runs_the_last_arm_on_every_core(tmp_path, capfd):
+    """Three arms on two cores: two worker processes on one thread each, then the third in
+    this process on two; every checkpoint trained, in the order of the runs."""
+    from comsim_policy.training.data_setup import DataSpec
+
+    real = tmp_path / 'real'
+    for seed in (0, 1):
+        write_episode(real, seed, n_frames=12, size=(32, 32), task='move_card')
+    specs = [DataSpec(p, 'real') for p in sorted(real.iterdir()) if p.is_dir()]
+    cfg = tiny_config(cameras=(FRONT,), max_steps=4, val_fraction=0.5, val_every=4,
+                      log_every=2)
+    cfg.train.cache_dir = str(tmp_path / 'cache')
+    runs = [(Arm(f'arm{i}', f'arm {i}', {'real': None}), 'move_card', specs, cfg)
+            for i in range(3)]
+    lines: list[str] = []
+    before = torch.get_num_threads()
+    with single_thread_cpu():
+        trained = train_all(runs, tmp_path / 'out', lines.append, resume=False, workers=2)
+    assert torch.get_num_threads() == before
+    assert [t.name for t in trained] == ['arm0', 'arm1', 'arm2']
+    assert all((t.path / 'model.safetensors').exists() and t.steps == 4 for t in trained)
+    printed = capfd.readouterr().out
+    for name in ('arm0', 'arm1'):
+        assert f'[policy:{name}:move_card] training on 1 torch thread(s)' in printed
+    assert '[policy:arm2:move_card] training on 2 torch thread(s)' in lines
 
 
 def test_limit_cpu_threads_respects_omp(monkeypatch):

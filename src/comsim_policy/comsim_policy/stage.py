@@ -162,6 +162,7 @@ def train_policy(name: str, task: str, specs: list[DataSpec], config: PolicyConf
     from .checkpoint import has_training_state  # noqa: PLC0415
 
     ckpt = out / 'policy' / name / task
+    log(f'[policy:{name}:{task}] training on {torch.get_num_threads()} torch thread(s)')
     resume = resume and has_training_state(ckpt)
     if not resume:
         shutil.rmtree(ckpt, ignore_errors=True)
@@ -182,11 +183,27 @@ def train_policy(name: str, task: str, specs: list[DataSpec], config: PolicyConf
 
 
 def _train_job(job: tuple) -> TrainedPolicy:
-    """``train_policy`` in a worker process, logging to its stdout; its torch threads follow
-    ``OMP_NUM_THREADS``, which ``single_thread_cpu`` sets to 1 unless the user chose."""
-    name, task, specs, config, out, label, resume = job
+    """``train_policy`` in a worker process with ``threads`` torch threads, logging to its
+    stdout."""
+    name, task, specs, config, out, label, resume, threads = job
+    torch.set_num_threads(threads)
     return train_policy(name, task, specs, config, out, lambda s: print(s, flush=True), label,
                         resume)
+
+
+def wave_threads(n_jobs: int, cores: int) -> list[int]:
+    """Torch threads of each of ``n_jobs`` trainings run on ``cores`` cores in waves of
+    ``cores`` at a time: one each in a full wave; a last, partial wave shares all the cores.
+
+    One thread per process is the faster use of the cores when every core has a training
+    (small ops); a lone training on one thread leaves the other cores idle for a whole arm
+    (a step of the recipe: ~300 ms on one thread, ~186 ms on two;
+    bench/results/policy_train_step.json).
+    """
+    cores = max(1, cores)
+    full = n_jobs - n_jobs % cores
+    rest = n_jobs - full
+    return [1] * full + [max(1, cores // rest)] * rest if rest else [1] * full
 
 
 def warm_cache(runs: Sequence[tuple], cache_dir: str) -> int:
@@ -205,14 +222,32 @@ def warm_cache(runs: Sequence[tuple], cache_dir: str) -> int:
 
 def train_all(runs: Sequence[tuple], out: Path, log: Callable[[str], None], resume: bool,
               workers: int) -> list[TrainedPolicy]:
-    """Every (arm, task, specs, config) run, ``workers`` at a time (one core each)."""
-    jobs = [(arm.name, task, specs, c, out, arm.label, resume) for arm, task, specs, c in runs]
-    if workers <= 1 or len(jobs) <= 1:
-        return [train_policy(n, t, sp, c, o, log, lab, r) for n, t, sp, c, o, lab, r in jobs]
-    warm_cache(runs, runs[0][3].train.cache_dir)
+    """Every (arm, task, specs, config) run on ``workers`` cores, in waves (``wave_threads``):
+    one process per core, then what is left sharing the cores. In this process when one run
+    has every core."""
+    threads = wave_threads(len(runs), workers)
+    jobs = [(arm.name, task, specs, c, out, arm.label, resume, n)
+            for (arm, task, specs, c), n in zip(runs, threads, strict=True)]
+    if len(jobs) > 1:
+        warm_cache(runs, runs[0][3].train.cache_dir)
+    trained: list[TrainedPolicy] = []
     ctx = multiprocessing.get_context('spawn')
-    with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=ctx) as pool:
-        return list(pool.map(_train_job, jobs))
+    while len(trained) < len(jobs):
+        n = threads[len(trained)]
+        wave = jobs[len(trained):len(trained) + max(1, workers // n)]
+        if len(wave) == 1:
+            name, task, specs, config, run_out, label, again, _ = wave[0]
+            before = torch.get_num_threads()
+            torch.set_num_threads(n)
+            try:
+                trained.append(train_policy(name, task, specs, config, run_out, log, label,
+                                            again))
+            finally:
+                torch.set_num_threads(before)
+            continue
+        with ProcessPoolExecutor(len(wave), mp_context=ctx) as pool:
+            trained += list(pool.map(_train_job, wave))
+    return trained
 
 
 def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
