@@ -193,6 +193,22 @@ def neural_sim_section(res: NeuralSimStageResult, out: Path, wall_s: float) -> s
 # --- policy -------------------------------------------------------------------------------
 
 
+def action_error(t: TrainedPolicy) -> str:
+    """The validation action error in each number's own unit: the tool's position (mean over
+    x, y, z, mm) and yaw (rad), or the joints (mean, rad), then the gripper; the mean over
+    every number where a checkpoint logged no per-number errors."""
+    by = t.val_action_mae_by_name
+    if not by:
+        return 'n/a' if t.val_action_mae is None else f'{t.val_action_mae:.4f}'
+    xyz = [by[k] for k in ('x', 'y', 'z') if k in by]
+    joints = [v for k, v in by.items() if k not in ('x', 'y', 'z', 'yaw', 'gripper')]
+    parts = [f'{1000 * sum(xyz) / len(xyz):.1f} mm'] if xyz else []
+    parts += [f'yaw {by["yaw"]:.3f} rad'] if 'yaw' in by else []
+    parts += [f'joints {sum(joints) / len(joints):.4f} rad'] if joints else []
+    parts += [f'gripper {by["gripper"]:.4f}'] if 'gripper' in by else []
+    return ', '.join(parts)
+
+
 def trained_row(t: TrainedPolicy) -> str:
     def fmt(v: float | None) -> str:
         return 'n/a' if v is None else f'{v:.4f}'
@@ -200,7 +216,7 @@ def trained_row(t: TrainedPolicy) -> str:
     if t.episodes.get('failed_skipped'):
         src += f" ({t.episodes['failed_skipped']} failed left out)"
     return (f'| {t.name} | {t.task or "all"} | {src} | {t.steps} | {t.samples_per_s:.0f} | '
-            f'{t.wall_s:.0f} | {fmt(t.val_loss)} | {fmt(t.val_action_mae)} | '
+            f'{t.wall_s:.0f} | {fmt(t.val_loss)} | {action_error(t)} | '
             f'{fmt(t.val_image_sensitivity)} |')
 
 
@@ -210,7 +226,8 @@ def policy_section(res: PolicyStageResult, out: Path) -> str:
              f'{res.image_size[0]}x{res.image_size[1]}, UNet {res.down_dims}, batch '
              f'{res.batch_size}, {res.inference_steps} DDIM steps); checkpoints under '
              f'`{link(res.checkpoints, out)}/`. Validation: held-out episodes, '
-             'diffusion loss and mean absolute DDIM action error (rad; gripper m); image '
+             'diffusion loss and mean absolute DDIM action error (the tool\'s position in mm '
+             'and yaw in rad, or the joints in rad; the gripper\'s opening in m); image '
              'sensitivity: how far the actions move when a window gets another window\'s '
              'images (~0: the policy ignores its cameras).', '',
              '| arm | task | episodes | steps | samples/s | wall (s) | val loss | '

@@ -75,6 +75,9 @@ def test_configs_that_cannot_work_are_refused():
     with pytest.raises(ValueError, match='arm joints then its gripper'):
         action_space('end_effector', ['joint1', 'joint2'])
     assert isinstance(action_space('joint', JOINTS), JointSpace)
+    assert PolicyConfig(action_space='end_effector').action_names == \
+        ['x', 'y', 'z', 'yaw', 'gripper']
+    assert PolicyConfig().action_names == PolicyConfig().joint_names
 
 
 @pytest.fixture(scope='module')

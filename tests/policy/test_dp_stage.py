@@ -137,6 +137,10 @@ def test_stage_end_to_end(tmp_path):
         assert trained.steps == 20 and trained.samples_per_s > 0 and trained.wall_s >= 0
         for v in (trained.val_loss, trained.val_action_mae, trained.val_image_sensitivity):
             assert v is not None and math.isfinite(v) and v >= 0, trained
+        by_name = trained.val_action_mae_by_name     # each joint's error, in its own unit
+        assert list(by_name) == cfg.joint_names
+        assert math.isclose(sum(by_name.values()) / len(by_name), trained.val_action_mae,
+                            rel_tol=1e-4)
         assert trained.episodes['sources'] == sources
     assert res.checkpoints == out / 'policy' and res.cameras == 1
     assert res.rollouts == 2 and res.regions == ['id'] and res.eval_seed == 1000

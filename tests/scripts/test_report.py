@@ -21,6 +21,17 @@ def test_success_table_gives_k_of_n_with_its_wilson_interval():
     assert '| b | 0/1 | 0 % | 0–79 % |' in table
 
 
+def test_action_error_is_shown_in_each_numbers_unit(tmp_path):
+    def trained(by_name):
+        return TrainedPolicy('a', tmp_path, {}, 10, 1.0, 1.0, 0.1, 0.02, None, 'move_card',
+                             'A', by_name)
+    ee = trained({'x': 0.004, 'y': 0.006, 'z': 0.002, 'yaw': 0.05, 'gripper': 0.001})
+    assert report.action_error(ee) == '4.0 mm, yaw 0.050 rad, gripper 0.0010'
+    joints = trained({'joint1': 0.01, 'joint2': 0.03, 'gripper': 0.002})
+    assert report.action_error(joints) == 'joints 0.0200 rad, gripper 0.0020'
+    assert report.action_error(trained({})) == '0.0200'     # logged before per-number errors
+
+
 def test_recording_section_keeps_going_past_an_unreadable_episode(tmp_path):
     gone = tmp_path / 'episodes' / 'ep_000'
     summary = RecordingSummary(

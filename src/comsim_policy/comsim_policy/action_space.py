@@ -37,6 +37,14 @@ UNREACHABLE_POS_M = 0.02
 UNREACHABLE_ROT = 0.25
 
 
+END_EFFECTOR_NAMES = ('x', 'y', 'z', 'yaw', 'gripper')   # m, m, m, rad, gripper units
+
+
+def action_names(action_space: str, joint_names: list[str]) -> list[str]:
+    """What each number of a state or action is: the joint names, or ``END_EFFECTOR_NAMES``."""
+    return list(END_EFFECTOR_NAMES) if action_space == 'end_effector' else list(joint_names)
+
+
 class UnreachablePose(ValueError):
     """A predicted tool pose the robot cannot reach: the controller holds the arm."""
 

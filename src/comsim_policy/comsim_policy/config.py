@@ -139,6 +139,13 @@ class PolicyConfig:
         return POSE_DIM + 1 if self.action_space == 'end_effector' else len(self.joint_names)
 
     @property
+    def action_names(self) -> list[str]:
+        """Each action number's name (``action_space.action_names``)."""
+        from .action_space import action_names  # noqa: PLC0415
+
+        return action_names(self.action_space, self.joint_names)
+
+    @property
     def state_dim(self) -> int:
         """States live in the actions' space (the current pose beside the targets)."""
         return self.action_dim

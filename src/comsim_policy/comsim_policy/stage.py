@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,6 +61,7 @@ class TrainedPolicy:
     val_image_sensitivity: float | None = None
     task: str = ''
     label: str = ''                    # the arm as a table shows it
+    val_action_mae_by_name: dict[str, float] = field(default_factory=dict)  # x..., or joints
 
 
 @dataclass
@@ -179,7 +180,9 @@ def train_policy(name: str, task: str, specs: list[DataSpec], config: PolicyConf
     return TrainedPolicy(name, ckpt, summary['data'], int(summary['steps']),
                          sum(rates) / len(rates) if rates else 0.0, wall,
                          last.get('val_loss'), last.get('val_action_mae'),
-                         last.get('val_image_sensitivity'), task, label or name)
+                         last.get('val_image_sensitivity'), task, label or name,
+                         {k.removeprefix('val_action_mae_'): v for k, v in last.items()
+                          if k.startswith('val_action_mae_')})
 
 
 def _train_job(job: tuple) -> TrainedPolicy:

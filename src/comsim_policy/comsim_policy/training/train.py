@@ -126,7 +126,9 @@ def _batches(loader: DataLoader, sampler: MixtureSampler, epoch: int) -> Iterato
 @torch.no_grad()
 def evaluate(model: DiffusionPolicyModel, episodes: list, config: PolicyConfig,
              device: torch.device, max_batches: int = 4) -> dict[str, float]:
-    """Diffusion loss (fixed noise) and DDIM action error (joint units) on held-out windows.
+    """Diffusion loss (fixed noise) and DDIM action error on held-out windows: over every
+    action number (``val_action_mae``, mixed units in the end-effector space) and per named
+    number (``val_action_mae_<name>``: its own unit, m for x, y, z, rad for yaw and joints).
 
     Also how much the sampled actions move (same noise, joint units) when each window gets
     another window's images (``val_image_sensitivity``) or joint states
@@ -142,7 +144,7 @@ def evaluate(model: DiffusionPolicyModel, episodes: list, config: PolicyConfig,
                         batch_size=config.train.batch_size)
     sched = train_scheduler(config.scheduler)
     ddim = inference_scheduler(config.scheduler)
-    losses, errs = [], []
+    losses, errs, dims = [], [], []
     sens: dict[str, float] = {}
     state = torch.random.get_rng_state()
     torch.manual_seed(1234)
@@ -152,7 +154,9 @@ def evaluate(model: DiffusionPolicyModel, episodes: list, config: PolicyConfig,
             losses.append(float(model.compute_loss(b, sched)))
             gen = torch.Generator(device=device).manual_seed(0)
             pred = model.sample(b['images'], b['state'], ddim, gen)
-            errs.append(float((pred - b['action']).abs().mean()))
+            err = (pred - b['action']).abs()
+            errs.append(float(err.mean()))
+            dims.append(err.reshape(-1, err.shape[-1]).mean(0).cpu().numpy())
             n = b['state'].shape[0]
             if not sens and n > 1:
                 other = torch.roll(torch.arange(n, device=device), 1)
@@ -164,7 +168,11 @@ def evaluate(model: DiffusionPolicyModel, episodes: list, config: PolicyConfig,
                     sens[f'val_{what}_sensitivity'] = float((swapped - pred).abs().mean())
     finally:
         torch.random.set_rng_state(state)
-    return {'val_loss': float(np.mean(losses)), 'val_action_mae': float(np.mean(errs)), **sens}
+    per_dim = np.mean(dims, axis=0)
+    named = {f'val_action_mae_{n}': float(v)
+             for n, v in zip(config.action_names, per_dim, strict=True)}
+    return {'val_loss': float(np.mean(losses)), 'val_action_mae': float(np.mean(errs)),
+            **named, **sens}
 
 
 def logged_history(path: Path, upto: int) -> list[dict]:
