@@ -75,6 +75,25 @@ def test_sidecar_says_pseudo_real_with_provenance(setup):
     assert typed.source == 'pseudo_real' and typed.task == 'synthetic'
 
 
+def test_worker_processes_make_the_same_frames_as_one(setup, tmp_path):
+    root, sims, _, ckpt, _ = setup
+    kw = {'steps': 2, 'seed': 4, 'batch': 1, 'log': lambda s: None}
+    one = translate_dir(root / 'sim', ckpt, tmp_path / 'one', **kw)
+    two = translate_dir(root / 'sim', ckpt, tmp_path / 'two', workers=2, **kw)
+    assert [p.name for p in two] == [s.name for s in sims]
+    for a, b in zip(one, two, strict=True):
+        images = [(t, raw) for t, m, _, raw in _raw(a) if m == IMAGE]
+        assert images and images == [(t, raw) for t, m, _, raw in _raw(b) if m == IMAGE]
+
+
+def test_worker_parts_are_contiguous_whole_batches():
+    from comsim_neural_sim.translate.episode import _worker_parts
+    eps = [f'e{i}' for i in range(7)]
+    assert _worker_parts(eps, 2, 2) == [['e0', 'e1', 'e2', 'e3'], ['e4', 'e5', 'e6']]
+    assert _worker_parts(eps, 4, 8) == [eps[:4], eps[4:]]
+    assert _worker_parts(eps, 2, 1) == [eps] and _worker_parts([], 2, 2) == []
+
+
 def test_checkpoint_of_another_config_is_refused(setup, tmp_path):
     root, _, cfg, ckpt, _ = setup
     with pytest.raises(CheckpointMismatchError, match='width_dim'):

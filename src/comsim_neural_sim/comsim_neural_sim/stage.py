@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -175,7 +176,7 @@ def neural_sim_stage(out: Path, paired_dir: Path, sim_dir: Path, log=print,
             f'{res.first_loss:.4f} -> {res.last_loss:.4f}')
         pseudo = out / 'pseudo_real'
         t0 = time.perf_counter()
-        translate_dir(sims, ckpt, pseudo, steps=steps, log=log)
+        translate_dir(sims, ckpt, pseudo, steps=steps, log=log, workers=os.cpu_count() or 1)
         translate_s = time.perf_counter() - t0
         abl = run_ablation(ckpt, held, out / 'ablation', steps=steps, log=log)
     finally:

@@ -28,10 +28,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--seed', type=int, default=0)
     ap.add_argument('--mode', default='composed', help='composed|joint|action|sim|uncond')
     ap.add_argument('--batch', type=int, default=4, help='episodes per batched generation')
+    ap.add_argument('--workers', type=int, default=1,
+                    help='processes of one torch thread each (same frames as one process)')
     args = ap.parse_args(argv)
+    if args.workers < 1:
+        ap.error(f'--workers must be at least 1, got {args.workers}')
     out = translate_dir(args.sim_dir, args.checkpoint, args.out,
                         {'w_action': args.w_action, 'w_sim': args.w_sim}, args.steps,
-                        args.seed, args.mode, args.batch)
+                        args.seed, args.mode, args.batch, workers=args.workers)
     print(f'{len(out)} pseudo-real episodes in {args.out}')
     return 0
 

@@ -9,10 +9,12 @@ resumes by skipping finished episodes and redoing only the unfinished one.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -152,12 +154,15 @@ def translate_dir(sim_episodes: str | Path | Sequence[str | Path],
                   weights: dict[str, float] | None = None, steps: int = 10, seed: int = 0,
                   mode: str = 'composed', batch: int = 4, checkpoint: str | Path | None = None,
                   config: Any = None, command_topic: str | None = None,
-                  log: Log = print, sim_detail: bool | None = None) -> list[Path]:
+                  log: Log = print, sim_detail: bool | None = None, workers: int = 1
+                  ) -> list[Path]:
     """Translate every sim episode (a directory, or a list); complete outputs are skipped.
 
     Episodes are translated ``batch`` at a time (one batched generation per camera).
     ``sim_detail`` (default: the checkpoint config's) keeps the sim's detail above the model's
-    resolution (``translate_frames``).
+    resolution (``translate_frames``). ``workers`` > 1 (with a checkpoint folder as
+    ``pipeline``) translates in that many processes of one torch thread each, every process a
+    contiguous run of whole batches: the same batches as one process makes, so the same frames.
     """
     if isinstance(sim_episodes, (str, Path)):
         if not Path(sim_episodes).is_dir():
@@ -182,9 +187,20 @@ def translate_dir(sim_episodes: str | Path | Sequence[str | Path],
     for p in eps:
         if p not in todo:
             log(f'skip {p.name}: already translated')
+    batch = max(1, batch)
+    parts = _worker_parts(todo, batch, workers if checkpoint is not None and
+                          not isinstance(pipeline, NeuralSimPipeline) else 1)
+    if len(parts) > 1:
+        kw = {'weights': weights, 'steps': steps, 'seed': seed, 'mode': mode, 'batch': batch,
+              'config': config, 'command_topic': command_topic, 'sim_detail': sim_detail}
+        log(f'translating {len(todo)} episodes in {len(parts)} processes')
+        ctx = multiprocessing.get_context('spawn')
+        with ProcessPoolExecutor(len(parts), mp_context=ctx) as pool:
+            list(pool.map(_translate_part, [(part, checkpoint, out_dir, kw) for part in parts]))
+        return [out_dir / p.name for p in eps]
     t0 = time.perf_counter()
-    for i in range(0, len(todo), max(1, batch)):
-        group = [read_sim_episode(p, cmd) for p in todo[i:i + max(1, batch)]]
+    for i in range(0, len(todo), batch):
+        group = [read_sim_episode(p, cmd) for p in todo[i:i + batch]]
         translated: list[dict[str, np.ndarray]] = [{} for _ in group]
         for topic in sorted({t for e in group for t in e.images}):
             have = [k for k, e in enumerate(group) if topic in e.images]
@@ -198,3 +214,21 @@ def translate_dir(sim_episodes: str | Path | Sequence[str | Path],
         log(f'translated {done}/{len(todo)} episodes '
             f'({time.perf_counter() - t0:.1f} s, device {pipe.device})')
     return [out_dir / p.name for p in eps]
+
+
+def _worker_parts(todo: list[Path], batch: int, workers: int) -> list[list[Path]]:
+    """``todo`` cut into at most ``workers`` contiguous parts of whole batches."""
+    batches = [todo[i:i + batch] for i in range(0, len(todo), batch)]
+    n = max(1, min(workers, len(batches)))
+    bounds = [round(k * len(batches) / n) for k in range(n + 1)]
+    return [[p for b in batches[lo:hi] for p in b] for lo, hi in zip(bounds, bounds[1:])
+            if hi > lo]
+
+
+def _translate_part(job: tuple) -> list[Path]:
+    """One worker's part of ``translate_dir``, on one torch thread, logging to stdout."""
+    import torch  # noqa: PLC0415
+
+    paths, checkpoint, out_dir, kw = job
+    torch.set_num_threads(1)
+    return translate_dir(paths, checkpoint, out_dir, log=lambda s: print(s, flush=True), **kw)
