@@ -294,7 +294,8 @@ def video_stage(out: Path, chosen: list[Path], ns: dict, cfg: ExperimentConfig,
     torch.set_num_threads(1)      # as the neural-sim stage: small ops, and cores shared
     for folder, _, mode, detail in VIDEO_ROWS:
         translate_dir(picked, ns['checkpoint'], video / folder, mode=mode, sim_detail=detail,
-                      steps=cfg.neural_sim_sample_steps, log=lambda m: log(f'[video] {m}'))
+                      steps=cfg.neural_sim_sample_steps, log=lambda m: log(f'[video] {m}'),
+                      workers=os.cpu_count() or 1)
     rows = []
     for region, eps in by_region.items():
         if not eps:
