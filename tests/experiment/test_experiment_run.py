@@ -54,6 +54,36 @@ def test_the_shipped_scales_hold_what_the_issue_asks():
                                                            'shake_bottle'))
 
 
+def test_the_held_out_variants_are_outside_what_the_twin_generates():
+    """The `unseen` cell's objects (the bench lab's variants, read here by the test, never by
+    the twin) lie outside the generated data's colours and sizes: held out of every arm."""
+    import colorsys
+
+    import yaml
+
+    from comsim_twin.generation.config import GenerationConfig
+    from comsim_twin.generation.randomise import hue_excluded
+
+    cfg = ExperimentConfig.load(ROOT / 'config' / 'experiment.yaml')
+    lab = yaml.safe_load((ROOT / 'config' / 'bench_lab' / 'lab.yaml').read_text())['tasks']
+    rand = GenerationConfig.load().randomise
+    lo, hi = rand['size_scale']
+    jitter = rand['object_color_jitter']
+    for task, held in cfg.unseen_variants.items():
+        for variant in held:
+            for obj, override in lab[task]['variants'][variant].items():
+                default = lab[task]['objects'][obj]
+                if 'color' in override:
+                    rgb = override['color']
+                    hue = 360 * colorsys.rgb_to_hsv(*rgb)[0]
+                    bands = rand['recolour'][task]['exclude_hue_deg']
+                    assert hue_excluded(hue, bands), (task, variant)
+                    assert max(abs(a - b) for a, b in zip(rgb, default['color'])) > 3 * jitter
+                if 'size' in override:
+                    ratios = [a / b for a, b in zip(override['size'], default['size'])]
+                    assert any(not lo <= r <= hi for r in ratios), (task, variant, ratios)
+
+
 def test_a_bad_scale_names_the_file_and_key(tmp_path):
     bad = tmp_path / 'experiment.yaml'
     text = (ROOT / 'config' / 'experiment.yaml').read_text().replace('arms: [A, B, C, E]',

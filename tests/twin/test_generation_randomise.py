@@ -9,6 +9,7 @@ from comsim_twin.generation.config import GenerationConfig, GenerationConfigErro
 from comsim_twin.generation.randomise import (
     RandomiseError,
     episode_seed,
+    hue_excluded,
     in_region,
     randomise,
     scale_cameras,
@@ -158,3 +159,59 @@ def test_bad_table_texture_config_is_named(cfg):
                          ({'color2_contrast': [0.4]}, 'color2_contrast')):
         with pytest.raises(RandomiseError, match=message):
             randomise(base, 'shake_bottle', _textured(cfg, enabled=True, **bad), 0)
+
+
+def _hue(rgb) -> float:
+    import colorsys
+    return 360.0 * colorsys.rgb_to_hsv(*rgb)[0]
+
+
+def test_recolouring_paints_a_share_of_cards_any_hue_but_the_held_out_ones(cfg):
+    base = base_scene('move_card')
+    rc = cfg.randomise['recolour']['move_card']
+    draws = [randomise(base, 'move_card', cfg, episode_seed(9, 'move_card', i), 'workspace')
+             for i in range(200)]
+    painted = [r for r in draws if r.params['recoloured']]
+    assert 0.4 <= len(painted) / len(draws) <= 0.6               # share 0.5
+    hues = [_hue(r.scene.objects['card'].color) for r in painted]
+    assert not any(hue_excluded(h, rc['exclude_hue_deg']) for h in hues)
+    assert any(h < 90 for h in hues) and any(h > 270 for h in hues)   # the rest of the circle
+    assert any(120 < h < 240 for h in hues)
+    for r in draws:                       # what the params say is what the scene holds
+        assert r.params['objects']['card']['color'] == r.scene.objects['card'].color
+    plain = [r.scene.objects['card'].color for r in draws if not r.params['recoloured']]
+    assert all(min(c) > 0.7 for c in plain)                      # the white card, jittered
+
+
+def test_recolouring_leaves_every_other_draw_of_the_seed_as_it_was(cfg):
+    """Drawn after everything else: layouts, textures and lights of a seed do not move, and a
+    task without recolouring draws exactly what it drew before."""
+    off = cfg.with_overrides(randomise={k: v for k, v in cfg.randomise.items()
+                                        if k != 'recolour'})
+    for task in TASKS:
+        base = base_scene(task)
+        for i in range(5):
+            seed = episode_seed(2, task, i)
+            a, b = randomise(base, task, cfg, seed), randomise(base, task, off, seed)
+            assert a.target == b.target and a.light_scale == b.light_scale
+            for key in ('table_texture', 'table_color', 'cameras', 'distractors'):
+                assert a.params[key] == b.params[key], key
+            for name, o in a.params['objects'].items():
+                assert o['pos'] == b.params['objects'][name]['pos']
+                if not a.params['recoloured']:
+                    assert o['color'] == b.params['objects'][name]['color']
+
+
+@pytest.mark.parametrize('bands, hue, inside', [
+    ([[-35, 35]], 0.0, True), ([[-35, 35]], 330.0, True), ([[-35, 35]], 36.0, False),
+    ([[-35, 35]], 324.0, False), ([[100, 140], [200, 220]], 210.0, True), ([], 10.0, False)])
+def test_hue_bands_wrap_round_zero(bands, hue, inside):
+    assert hue_excluded(hue, bands) is inside
+
+
+def test_a_recolouring_that_leaves_no_hue_is_refused(cfg):
+    bad = cfg.with_overrides(randomise={**cfg.randomise, 'recolour': {'move_card': {
+        'share': 1.0, 'exclude_hue_deg': [[0, 360]]}}})
+    with pytest.raises(RandomiseError, match='recolour.move_card.exclude_hue_deg'):
+        for i in range(5):
+            randomise(base_scene('move_card'), 'move_card', bad, i)

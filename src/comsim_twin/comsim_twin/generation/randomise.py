@@ -8,6 +8,7 @@ bench lab draws from.
 """
 from __future__ import annotations
 
+import colorsys
 import copy
 from dataclasses import dataclass
 from typing import Any
@@ -252,6 +253,35 @@ def _table_texture(rng, tcfg: dict, table_color) -> TableTexture:
         raise RandomiseError(str(exc)) from None
 
 
+def hue_excluded(hue_deg: float, bands: list) -> bool:
+    """Whether ``hue_deg`` lies in one of ``bands`` ([lo, hi] degrees; lo may be negative:
+    [-35, 35] is the reds either side of 0)."""
+    return any((hue_deg - float(lo)) % 360.0 <= (float(hi) - float(lo)) for lo, hi in bands)
+
+
+def _recolour(rng, rc: dict, where: str) -> list[float]:
+    """A colour of a hue outside ``rc['exclude_hue_deg']``, saturation and value in their
+    ranges (HSV drawn uniformly; the hue by rejection, so the allowed hues stay uniform)."""
+    bands = rc.get('exclude_hue_deg') or []
+    try:
+        bands = [(float(lo), float(hi)) for lo, hi in bands]
+    except (TypeError, ValueError):
+        raise RandomiseError(f'{where}.exclude_hue_deg needs [[lo, hi], ...] in degrees, got '
+                             f'{rc.get("exclude_hue_deg")!r}') from None
+    if any(hi < lo for lo, hi in bands) or sum(hi - lo for lo, hi in bands) >= 360:
+        raise RandomiseError(f'{where}.exclude_hue_deg leaves no hue (or has hi < lo): {bands}')
+    slo, shi = _range(rc, 'saturation', [0.5, 0.9], where)
+    vlo, vhi = _range(rc, 'value', [0.45, 0.95], where)
+    if shi > 1 or vhi > 1:
+        raise RandomiseError(f'{where}: saturation and value are 0-1')
+    while True:
+        hue = float(rng.uniform(0.0, 360.0))
+        if not hue_excluded(hue, bands):
+            break
+    return [float(c) for c in colorsys.hsv_to_rgb(hue / 360.0, float(rng.uniform(slo, shi)),
+                                                  float(rng.uniform(vlo, vhi)))]
+
+
 def randomise(base: TwinScene, task: str, cfg: GenerationConfig, seed: int,
               region: str | None = None) -> Randomised:
     """Draw one episode's scene from the base scene (same seed -> same scene)."""
@@ -322,6 +352,17 @@ def _randomise(base: TwinScene, task_name: str, cfg: GenerationConfig, seed: int
     if tex_cfg.get('enabled', False):       # drawn last: the draws above do not move
         texture = _table_texture(rng, tex_cfg, scene.table_color)
         scene.table_texture = texture if texture.kind != 'none' else None
+    recolour = (rcfg.get('recolour') or {}).get(task_name)
+    recoloured = False
+    if recolour:        # after every other draw: a task without it draws what it drew before
+        where = f'randomise.recolour.{task_name}'
+        share = float(recolour.get('share', 0.0))
+        if not 0 <= share <= 1:
+            raise RandomiseError(f'{where}.share must be 0-1, got {share}')
+        if rng.random() < share:
+            recoloured = True
+            for name in task.objects:
+                scene.objects[name].color = _recolour(rng, recolour, where)
     texture_params = ({'kind': 'none'} if scene.table_texture is None
                       else scene.table_texture.to_dict())
     scene.provenance = {**base.provenance, 'generation': {'seed': int(seed), 'region': region}}
@@ -329,6 +370,7 @@ def _randomise(base: TwinScene, task_name: str, cfg: GenerationConfig, seed: int
         'region': region, 'region_bounds': reg, 'coverage': cfg.coverage, 'size_scale': scale,
         'objects': {n: {'shape': o.shape, 'size': o.size, 'color': o.color, 'pos': o.pos,
                         'quat': o.quat} for n, o in scene.objects.items()},
+        'recoloured': recoloured,
         'distractors': sorted(n for n in scene.objects if n.startswith(DISTRACTOR_PREFIX)),
         'table_color': scene.table_color, 'table_texture': texture_params,
         'background_color': scene.background_color,
