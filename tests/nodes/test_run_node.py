@@ -1,5 +1,6 @@
-"""run_node: a node whose constructor raises (a bad parameter) is freed before rclpy shuts down,
-and the process ends with the one-line error and exit code 2."""
+"""run_node: a node whose constructor refuses its input (a bad parameter) ends the process with
+the one-line error and exit code 2 before any teardown of the half-built node (whose handles,
+freed by gc or at shutdown, crashed the process under load)."""
 import os
 import signal
 import subprocess
@@ -34,12 +35,12 @@ SCRIPT = textwrap.dedent('''
 ''')
 
 
-def test_a_half_built_node_is_freed_before_shutdown_and_exits_2():
+def test_a_half_built_node_exits_2_before_its_teardown():
     proc = subprocess.run([sys.executable, '-c', SCRIPT], capture_output=True, text=True,
                           timeout=60, env={**os.environ, 'ROS_DOMAIN_ID': os.environ.get(
                               'ROS_DOMAIN_ID', '0')})
     assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
-    assert 'alive at shutdown: False' in proc.stdout, proc.stdout
+    assert 'alive at shutdown' not in proc.stdout, proc.stdout   # no shutdown, no crash there
     assert proc.stderr.strip() == ('half-built: error: half_built.yaml: unknown parameter(s) '
                                    '[bogus]')
 

@@ -112,6 +112,13 @@ def run_node(make_node: Callable[[], Node], args=None, threads: int = 1,
             raise
         print(f'{prog}: error: {message}', file=sys.stderr, flush=True)
         code = EXIT_USAGE
+        if node is None:
+            # The constructor refused its input: nothing ran, nothing to save. A half-built
+            # node's rcl handles, freed by gc.collect() or at rclpy.shutdown(), crashed the
+            # process (SIGSEGV instead of exit code 2) under load twice, the second time
+            # after they were collected before the shutdown; end before any of that teardown.
+            sys.stdout.flush()
+            os._exit(code)
     finally:
         bound_teardown()
         if node is not None:
@@ -120,10 +127,9 @@ def run_node(make_node: Callable[[], Node], args=None, threads: int = 1,
                 close()
             node.destroy_node()
         else:
-            # A node whose constructor raised (a bad parameter) is half built and, through its
-            # callbacks, in a reference cycle: freed now, while the context lives, not at exit
-            # after shutdown, where its handles' teardown could crash the process (SIGSEGV
-            # instead of exit code 2, seen once under load).
+            # A node whose constructor raised (not the user's mistake: a bug, raised on) is
+            # half built and, through its callbacks, in a reference cycle: freed now, while the
+            # context lives, not at exit after shutdown, where its handles' teardown can crash.
             gc.collect()
         if rclpy.ok():
             rclpy.shutdown()
