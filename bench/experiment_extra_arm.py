@@ -1,0 +1,140 @@
+"""Train and roll out one more arm of a finished (or running) main-job experiment run, exactly as
+the run trained its own: the run's recipe and step count, the normaliser fitted on the data of
+the run's arms, the same trajectories and the same layout seeds, so its rollouts pair with the
+run's (exact McNemar against each of them).
+
+    .venv/bin/python bench/experiment_extra_arm.py --run output/main_job/<run> --arm B \\
+        [--regions id ood] [--out bench/results/experiment_extra_arm.json]
+
+Why: a session's machine fits only some of the six arms at the recipe's steps; an arm the run
+left out can be added afterwards without retraining the others. The checkpoint and rollouts go
+into ``<run>/policy_stage/extra/``; the run's own folders and report are not touched.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+from provenance import ROOT, torch_machine, write_result
+
+from comsim_core.errors import UserError, cli_main
+from comsim_core.statistics import mcnemar, wilson_interval
+from comsim_policy.arms import arm_specs, paper_arms, select_arms
+from comsim_policy.evaluation.config import load_config as load_evaluation
+from comsim_policy.evaluation.in_process import evaluate
+from comsim_policy.evaluation.results import Evaluation, Rollout
+from comsim_policy.stage import arm_config, load_stage_config, single_thread_cpu, train_policy
+
+
+def run_settings(run: Path) -> dict:
+    path = run / 'run.json'
+    if not path.is_file():
+        raise UserError(f'{path}: not a main-job run folder (no run.json)')
+    return json.loads(path.read_text())['settings']
+
+
+def run_rollouts(run: Path) -> Evaluation:
+    """The run's rollouts (its results, else what its evaluation journalled so far)."""
+    folder = run / 'policy_stage' / 'policy' / 'evaluation'
+    if (folder / 'results.json').is_file():
+        rows = json.loads((folder / 'results.json').read_text())['rollouts']
+    elif (folder / 'rollouts.jsonl').is_file():
+        rows = [json.loads(line)['rollout'] if 'rollout' in json.loads(line) else
+                json.loads(line) for line in (folder / 'rollouts.jsonl').read_text().splitlines()
+                if line.strip()]
+    else:
+        raise UserError(f'{folder}: the run has no rollouts yet (results.json, rollouts.jsonl)')
+    fields = set(Rollout.__dataclass_fields__)
+    return Evaluation([Rollout(**{k: v for k, v in r.items() if k in fields}) for r in rows])
+
+
+@cli_main('experiment_extra_arm')
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--run', type=Path, required=True, help='the run folder')
+    ap.add_argument('--arm', required=True, help="an arm letter (A A' B C D E)")
+    ap.add_argument('--regions', nargs='+', default=['id', 'ood'])
+    ap.add_argument('--threads', type=int, default=2, help='torch threads for the training')
+    ap.add_argument('--out', type=Path, default=ROOT / 'bench/results/experiment_extra_arm.json')
+    args = ap.parse_args(argv)
+    run = args.run.resolve()
+    settings = run_settings(run)
+    counts = settings['counts']
+    stages = {n: json.loads((run / 'stages' / f'{n}.json').read_text())['result']
+              for n in ('twin', 'ground_truth', 'neural_sim')}
+    n_gen = counts['generated']
+    arms = paper_arms(counts['real'], n_gen, settings['generated_share'])
+    extra = select_arms(arms, [args.arm])[0]
+    run_arms = select_arms(arms, counts['arms'])
+    folders = {'real': run / 'episodes', 'sim': Path(stages['twin']['sim']),
+               'gt': Path(stages['ground_truth']['ground_truth']),
+               'pseudo_real': Path(stages['neural_sim']['pseudo_real'])}
+    names = {n for ns in stages['ground_truth']['trajectories'].values() for n in ns}
+    allowed = {s: names for s in ('sim', 'pseudo_real', 'gt')}
+    # The run's normaliser: fitted on the sources of the run's arms (the generated sources
+    # carry the same motions, so an arm on another of them fits inside it too).
+    used = sorted({s for a in run_arms for s in a.counts})
+    union = [f'{folders[s]}:{s}' for s in used]
+    recipe = load_stage_config(ROOT / counts['policy_config'])
+    recipe.train.device = 'cpu'
+    recipe.train.cache_dir = str(run / 'policy_stage' / 'cache')
+    if counts.get('policy_steps'):
+        recipe.train.max_steps = int(counts['policy_steps'])
+    out = run / 'policy_stage' / 'extra'
+    t0 = time.monotonic()
+    results = {}
+    with single_thread_cpu():
+        import torch
+        torch.set_num_threads(args.threads)
+        for task in settings['tasks']:
+            specs = arm_specs(extra, folders, [task], allowed)
+            trained = train_policy(extra.name, task, specs, arm_config(recipe, extra, union), out,
+                                   lambda s: print(s, flush=True), extra.label, resume=True)
+            train_s = time.monotonic() - t0
+            eval_cfg = dataclasses.replace(
+                load_evaluation(None), tasks=[task], rollouts=int(counts['rollouts']),
+                regions=list(args.regions), variants=[''], out=str(out / 'evaluation'),
+                seed=int(settings['eval_seed']), sheets=1, resume=True)
+            mine = evaluate([trained.path], eval_cfg, log=lambda s: print(s, flush=True))
+            theirs = run_rollouts(run)
+            results[task] = compare(mine, theirs, task, args.regions)
+            results[task].update(steps=trained.steps, train_s=round(train_s),
+                                 val_action_mae=trained.val_action_mae_by_name)
+    out_json = {'run': str(run), 'arm': extra.label, 'settings': settings,
+                'wall_s': round(time.monotonic() - t0), 'tasks': results}
+    print(json.dumps(results, indent=1))
+    write_result(args.out, out_json, torch_machine())
+    return 0
+
+
+def compare(mine: Evaluation, theirs: Evaluation, task: str, regions: list[str]) -> dict:
+    """Per region: the extra arm's k/N with its Wilson interval, and the exact McNemar test
+    against each of the run's checkpoints on the shared seeds."""
+    out = {}
+    for region in regions:
+        ours = {r.seed: r.success for r in mine.rollouts
+                if r.task == task and r.cell[1:] == (region, 'default')}
+        k, n = sum(ours.values()), len(ours)
+        lo, hi = wilson_interval(k, n)
+        row = {'k': k, 'n': n, 'interval': [round(lo, 3), round(hi, 3)], 'paired': {}}
+        others: dict[str, dict[int, bool]] = {}
+        for r in theirs.rollouts:
+            if r.task == task and r.cell[1:] == (region, 'default'):
+                others.setdefault(r.checkpoint, {})[r.seed] = r.success
+        for ckpt, seeds in sorted(others.items()):
+            shared = sorted(set(seeds) & set(ours))
+            b = sum(ours[s] and not seeds[s] for s in shared)
+            c = sum(seeds[s] and not ours[s] for s in shared)
+            row['paired'][ckpt] = {'pairs': len(shared), 'extra_only': b, 'other_only': c,
+                                   'k_other': sum(seeds[s] for s in shared),
+                                   'p': round(mcnemar(b, c), 4)}
+        out[region] = row
+    return out
+
+
+if __name__ == '__main__':
+    sys.exit(main())

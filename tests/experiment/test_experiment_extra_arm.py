@@ -1,0 +1,50 @@
+"""bench/experiment_extra_arm.py: an arm added to a run pairs its rollouts with the run's on the
+shared seeds (exact McNemar per checkpoint), and reads the run's rollouts from its results or,
+while its evaluation is still going, from the journal."""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'bench'))
+from experiment_extra_arm import compare, run_rollouts  # noqa: E402
+
+from comsim_core.errors import UserError
+from comsim_policy.evaluation.results import Evaluation, Rollout
+
+
+def rollouts(name, successes, region='id', variant=''):
+    return [Rollout(name, 'move_card', region, variant, 1000 + i, ok, '', 1.0, 1.0)
+            for i, ok in enumerate(successes)]
+
+
+def test_pairs_on_shared_seeds_per_checkpoint_and_region():
+    mine = Evaluation(rollouts('b', [True, True, True, False, True]))
+    theirs = Evaluation(rollouts('a', [False, False, False, False]) +      # one seed fewer
+                        rollouts('a', [True] * 5, region='ood') +
+                        rollouts('a', [True] * 5, variant='red'))        # another cell
+    row = compare(mine, theirs, 'move_card', ['id'])['id']
+    assert (row['k'], row['n']) == (4, 5)
+    assert row['interval'][0] < 0.8 < row['interval'][1]
+    pair = row['paired']['a']
+    assert (pair['pairs'], pair['extra_only'], pair['other_only'], pair['k_other']) == \
+        (4, 3, 0, 0)
+    assert pair['p'] == 0.25                      # 3 discordant pairs, all one way
+
+
+def test_the_runs_rollouts_come_from_results_else_the_journal(tmp_path):
+    folder = tmp_path / 'policy_stage' / 'policy' / 'evaluation'
+    with pytest.raises(UserError, match='no rollouts yet'):
+        run_rollouts(tmp_path)
+    folder.mkdir(parents=True)
+    rolls = rollouts('a', [True, False])
+    (folder / 'rollouts.jsonl').write_text(''.join(
+        json.dumps({'key': str(r.seed), 'settings': 's', 'rollout': asdict(r)}) + '\n'
+        for r in rolls))
+    assert run_rollouts(tmp_path).rollouts == rolls
+    Evaluation(rolls[:1]).save(folder / 'results.json')
+    assert run_rollouts(tmp_path).rollouts == rolls[:1]
