@@ -22,12 +22,14 @@ from pathlib import Path
 from provenance import ROOT, torch_machine, write_result
 
 from comsim_core.errors import UserError, cli_main
-from comsim_core.statistics import mcnemar, wilson_interval
+from comsim_core.statistics import wilson_interval
 from comsim_policy.arms import arm_specs, paper_arms, select_arms
 from comsim_policy.evaluation.config import load_config as load_evaluation
 from comsim_policy.evaluation.in_process import evaluate
 from comsim_policy.evaluation.results import Evaluation, Rollout
 from comsim_policy.stage import arm_config, load_stage_config, single_thread_cpu, train_policy
+
+EXTRA = 'extra:'        # the added arm's rollouts, apart from a run checkpoint of the same name
 
 
 def run_settings(run: Path) -> dict:
@@ -43,9 +45,8 @@ def run_rollouts(run: Path) -> Evaluation:
     if (folder / 'results.json').is_file():
         rows = json.loads((folder / 'results.json').read_text())['rollouts']
     elif (folder / 'rollouts.jsonl').is_file():
-        rows = [json.loads(line)['rollout'] if 'rollout' in json.loads(line) else
-                json.loads(line) for line in (folder / 'rollouts.jsonl').read_text().splitlines()
-                if line.strip()]
+        lines = (folder / 'rollouts.jsonl').read_text().splitlines()
+        rows = [json.loads(line)['rollout'] for line in lines if line.strip()]
     else:
         raise UserError(f'{folder}: the run has no rollouts yet (results.json, rollouts.jsonl)')
     fields = set(Rollout.__dataclass_fields__)
@@ -113,26 +114,25 @@ def main(argv=None) -> int:
 
 def compare(mine: Evaluation, theirs: Evaluation, task: str, regions: list[str]) -> dict:
     """Per region: the extra arm's k/N with its Wilson interval, and the exact McNemar test
-    against each of the run's checkpoints on the shared seeds."""
+    against each of the run's checkpoints on the shared seeds (``Evaluation.paired``, the extra
+    arm first, so it is ``a`` in every pair)."""
+    def kept(rollouts: list[Rollout], tag: str) -> list[Rollout]:
+        return [dataclasses.replace(r, checkpoint=tag + r.checkpoint) for r in rollouts
+                if r.task == task and r.region in regions and r.cell[2] == 'default']
+
+    both = Evaluation(kept(mine.rollouts, EXTRA) + kept(theirs.rollouts, ''))
+    rows = {(row['checkpoint'], row['region']): row for row in both.table()}
     out = {}
     for region in regions:
-        ours = {r.seed: r.success for r in mine.rollouts
-                if r.task == task and r.cell[1:] == (region, 'default')}
-        k, n = sum(ours.values()), len(ours)
+        row = next((r for (name, reg), r in rows.items()
+                    if reg == region and name.startswith(EXTRA)), None)
+        k, n = (row['successes'], row['rollouts']) if row else (0, 0)
         lo, hi = wilson_interval(k, n)
-        row = {'k': k, 'n': n, 'interval': [round(lo, 3), round(hi, 3)], 'paired': {}}
-        others: dict[str, dict[int, bool]] = {}
-        for r in theirs.rollouts:
-            if r.task == task and r.cell[1:] == (region, 'default'):
-                others.setdefault(r.checkpoint, {})[r.seed] = r.success
-        for ckpt, seeds in sorted(others.items()):
-            shared = sorted(set(seeds) & set(ours))
-            b = sum(ours[s] and not seeds[s] for s in shared)
-            c = sum(seeds[s] and not ours[s] for s in shared)
-            row['paired'][ckpt] = {'pairs': len(shared), 'extra_only': b, 'other_only': c,
-                                   'k_other': sum(seeds[s] for s in shared),
-                                   'p': round(mcnemar(b, c), 4)}
-        out[region] = row
+        out[region] = {'k': k, 'n': n, 'interval': [round(lo, 3), round(hi, 3)], 'paired': {
+            p['b']: {'pairs': p['pairs'], 'extra_only': p['only_a'], 'other_only': p['only_b'],
+                     'k_other': p['successes_b'], 'p': round(p['p_mcnemar'], 4)}
+            for p in both.paired() if p['region'] == region and p['a'].startswith(EXTRA)
+            and not p['b'].startswith(EXTRA)}}
     return out
 
 

@@ -185,13 +185,17 @@ def train_policy(name: str, task: str, specs: list[DataSpec], config: PolicyConf
                           if k.startswith('val_action_mae_')})
 
 
-def _train_job(job: tuple) -> TrainedPolicy:
-    """``train_policy`` in a worker process with ``threads`` torch threads, logging to its
-    stdout."""
+def _train_job(job: tuple, log: Callable[[str], None] | None = None) -> TrainedPolicy:
+    """``train_policy`` on the job's ``threads`` torch threads (restored after), logging to
+    ``log`` or, in a worker process, to its stdout."""
     name, task, specs, config, out, label, resume, threads = job
+    before = torch.get_num_threads()
     torch.set_num_threads(threads)
-    return train_policy(name, task, specs, config, out, lambda s: print(s, flush=True), label,
-                        resume)
+    try:
+        return train_policy(name, task, specs, config, out,
+                            log or (lambda s: print(s, flush=True)), label, resume)
+    finally:
+        torch.set_num_threads(before)
 
 
 def wave_threads(n_jobs: int, cores: int) -> list[int]:
@@ -239,14 +243,7 @@ def train_all(runs: Sequence[tuple], out: Path, log: Callable[[str], None], resu
         n = threads[len(trained)]
         wave = jobs[len(trained):len(trained) + max(1, workers // n)]
         if len(wave) == 1:
-            name, task, specs, config, run_out, label, again, _ = wave[0]
-            before = torch.get_num_threads()
-            torch.set_num_threads(n)
-            try:
-                trained.append(train_policy(name, task, specs, config, run_out, log, label,
-                                            again))
-            finally:
-                torch.set_num_threads(before)
+            trained.append(_train_job(wave[0], log))
             continue
         with ProcessPoolExecutor(len(wave), mp_context=ctx) as pool:
             trained += list(pool.map(_train_job, wave))
