@@ -124,6 +124,38 @@ def test_skip_from_sim_starts_as_the_sim_frame_where_the_sim_is_given():
         assert noisy(x, t, sim, act).sample.abs().max() < 1e-6   # the default starts shut
 
 
+def test_local_skip_starts_as_the_sim_frame_and_then_sees_neighbouring_pixels(tmp_path):
+    cfg = tiny_config().replace(skip_from='sim', skip_kernel=3, skip_channels=4)
+    m = transformer_from_config(cfg).eval()
+    x, t, sim, act = _inputs(cfg)
+    with torch.no_grad():
+        torch.testing.assert_close(m(x, t, sim, act).sample, sim)   # zero-initialised: x0 = sim
+    randomise(m.skip_local, seed=3, scale=0.3)
+    poked = sim.clone()
+    poked[:, :, :, 8, 8] += 1.0          # one sim pixel changes...
+    with torch.no_grad():
+        diff = (m(x, t, poked, act).sample - m(x, t, sim, act).sample).abs()
+        linear = transformer_from_config(cfg.replace(skip_kernel=1)).eval()
+        randomise(linear.skip, seed=3, scale=0.3)
+        lin = (linear(x, t, poked, act).sample - linear(x, t, sim, act).sample).abs()
+    # ...the local convolutions carry it to its neighbours (two 3x3 layers: 2 px away), the
+    # per-pixel skip does not; the patch tokens are shut at init in both
+    assert diff[..., 10, 10].min() > 0 and diff[..., 8, 11].max() < 1e-6
+    assert lin[..., 8, 8].min() > 0 and lin[..., 9, 9].max() < 1e-6
+    # saved and loaded with its local layers
+    pipe = NeuralSimPipeline(m, cfg)
+    pipe.save_pretrained(tmp_path / 'ckpt')
+    again = NeuralSimPipeline.from_pretrained(tmp_path / 'ckpt')
+    torch.testing.assert_close(again.transformer.skip_local[0].weight, m.skip_local[0].weight)
+
+
+def test_local_skip_kernel_is_checked():
+    with pytest.raises(NeuralSimError, match='skip_kernel must be an odd number'):
+        tiny_config().replace(skip_kernel=2)
+    with pytest.raises(NeuralSimError, match='skip_channels must be >= 1'):
+        tiny_config().replace(skip_kernel=3, skip_channels=0)
+
+
 def test_skip_from_sim_needs_x0_prediction():
     with pytest.raises(NeuralSimError, match='skip_from: sim .* needs prediction: sample'):
         tiny_config().replace(skip_from='sim', prediction='epsilon')

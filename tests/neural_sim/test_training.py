@@ -82,6 +82,8 @@ def test_checkpoint_of_another_config_is_refused(trained, tmp_path):
     NeuralSimConfig.from_yaml(bad).replace(depth=3).save(bad)
     with pytest.raises(CheckpointMismatchError, match='depth'):
         NeuralSimPipeline.from_pretrained(bad)
+    with pytest.raises(CheckpointMismatchError, match='skip_kernel'):
+        NeuralSimPipeline.from_pretrained(out, config=cfg.replace(skip_kernel=3))
 
 
 def test_resume_continues_from_saved_step(trained, tmp_path):

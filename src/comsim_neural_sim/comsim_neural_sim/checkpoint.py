@@ -27,7 +27,8 @@ def transformer_from_config(cfg: NeuralSimConfig) -> NeuralSimTransformer:
                                 width=w, action_dim=cfg.action_dim, width_dim=cfg.width_dim,
                                 depth=cfg.depth, heads=cfg.heads, patch_size=cfg.patch_size,
                                 patch_size_t=cfg.patch_size_t, cameras=len(cfg.cameras),
-                                skip_from=cfg.skip_from)
+                                skip_from=cfg.skip_from, skip_kernel=cfg.skip_kernel,
+                                skip_channels=cfg.skip_channels)
 
 
 def save_checkpoint(directory: str | Path, cfg: NeuralSimConfig,
@@ -48,7 +49,8 @@ def check_transformer(cfg: NeuralSimConfig, model: NeuralSimTransformer, where: 
     want = {'frames': cfg.frames, 'channels': cfg.model_channels, 'height': h, 'width': w,
             'action_dim': cfg.action_dim, 'width_dim': cfg.width_dim, 'depth': cfg.depth,
             'heads': cfg.heads, 'patch_size': cfg.patch_size, 'patch_size_t': cfg.patch_size_t,
-            'cameras': len(cfg.cameras)}
+            'cameras': len(cfg.cameras), 'skip_kernel': cfg.skip_kernel,
+            'skip_channels': cfg.skip_channels}
     diff = {k: (model.config[k], v) for k, v in want.items() if model.config[k] != v}
     if diff:
         raise CheckpointMismatchError(f'{where}: transformer weights do not match '

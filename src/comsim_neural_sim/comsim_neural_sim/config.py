@@ -24,7 +24,7 @@ CONFIG_NAME = 'neural_sim.yaml'
 ARCH_FIELDS = ('frames', 'context_frames', 'height', 'width', 'channels', 'space',
                'latent_channels', 'latent_downsample', 'width_dim', 'depth', 'heads',
                'patch_size', 'patch_size_t', 'action_dim', 'prediction', 'num_train_timesteps',
-               'cameras')
+               'cameras', 'skip_kernel', 'skip_channels')
 
 
 @dataclass
@@ -55,6 +55,8 @@ class NeuralSimConfig:
     # diffusion
     prediction: str = 'sample'   # sample (x0) | epsilon (both DDPM/DDIM) | flow (flow matching)
     skip_from: str = 'noisy'     # the pixel skip's start: noisy | sim (x0 = sim frame + residual)
+    skip_kernel: int = 1         # 1: per-pixel linear skip; k > 1: plus two k x k convolutions
+    skip_channels: int = 16      # width of that local convolution stack
     sim_detail: bool = False     # translations keep the sim's detail above height x width
     num_train_timesteps: int = 1000
     # condition dropout (each independently, per sample)
@@ -106,6 +108,10 @@ class NeuralSimConfig:
         if self.skip_from == 'sim' and self.prediction != 'sample':
             raise ConfigError("skip_from: sim starts the network at x0 = the sim frame, which "
                               "needs prediction: sample")
+        if self.skip_kernel < 1 or self.skip_kernel % 2 == 0:
+            raise ConfigError(f'skip_kernel must be an odd number >= 1, got {self.skip_kernel}')
+        if self.skip_channels < 1:
+            raise ConfigError(f'skip_channels must be >= 1, got {self.skip_channels}')
         if self.prediction not in ('epsilon', 'sample', 'flow'):
             raise ConfigError(f"prediction must be 'epsilon', 'sample' or 'flow', got "
                               f"{self.prediction!r}")

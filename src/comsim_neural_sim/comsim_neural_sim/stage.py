@@ -32,7 +32,7 @@ RESUME_EVERY = 500          # steps between the stage's training states
 GroundTruthFn = Callable[[list[Path], Path, list[str], int], object]
 
 
-def _cameras(paired_dir: Path) -> list[str]:
+def paired_cameras(paired_dir: Path) -> list[str]:
     """Every camera of the paired episodes: the sim episodes to translate have them all."""
     from comsim_core.episodes import Episode  # noqa: PLC0415
     eps = find_episodes(paired_dir)
@@ -153,7 +153,7 @@ def neural_sim_stage(out: Path, paired_dir: Path, sim_dir: Path, log=print,
     cfg = config or NeuralSimConfig()
     # saved every RESUME_EVERY steps: an interrupted stage continues its training, and a
     # finished one is not retrained (its translations on disk stay those of one checkpoint)
-    cfg = cfg.replace(cameras=_cameras(paired_dir), sample_every=10**9,
+    cfg = cfg.replace(cameras=paired_cameras(paired_dir), sample_every=10**9,
                       save_every=RESUME_EVERY, log_every=50)
     clips = load_paired_dir(paired_dir, cfg.cameras, cfg.command_topic)
     cfg = cfg.replace(action_dim=int(clips[0].actions.shape[1]))

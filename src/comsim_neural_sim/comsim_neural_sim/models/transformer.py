@@ -11,6 +11,10 @@ A per-pixel skip path (a 1x1x1 convolution of the inputs, scaled per channel by 
 is added to the patch head: noise is incompressible, so a token of ``width_dim`` numbers cannot
 carry a ``patch² x channels`` noise patch through the transformer. Without the skip a small
 model could not even return its input at t = T (the noise prediction error floored at ~0.4).
+With ``skip_kernel`` > 1 the skip also has a small per-frame convolution stack: local and
+translation-equivariant, so what it learns about an object's look on the paired demos' layouts
+(sim colour and edges -> the lab's) applies wherever the object lies, where the patch tokens
+carry a position embedding and only ever saw the demos' region.
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ class NeuralSimTransformer(ModelMixin, ConfigMixin):
     def __init__(self, frames: int = 8, channels: int = 3, height: int = 32, width: int = 40,
                  action_dim: int = 7, width_dim: int = 64, depth: int = 4, heads: int = 4,
                  patch_size: int = 4, patch_size_t: int = 1, cameras: int = 1,
-                 skip_from: str = 'noisy') -> None:
+                 skip_from: str = 'noisy', skip_kernel: int = 1,
+                 skip_channels: int = 16) -> None:
         super().__init__()
         p, pt, dim = patch_size, patch_size_t, width_dim
         self.grid = (frames // pt, height // p, width // p)
@@ -78,6 +83,17 @@ class NeuralSimTransformer(ModelMixin, ConfigMixin):
             self.skip.weight.zero_()
             self.skip.bias.zero_()
             self.skip.weight[:, first:first + channels, 0, 0, 0] = torch.eye(channels)
+        # Local refinement (skip_kernel > 1): two k x k convolutions per frame, the last layer
+        # zero-initialised so a fresh model is the 1x1 skip above.
+        self.skip_local = None
+        if skip_kernel > 1:
+            k, c_mid = skip_kernel, skip_channels
+            self.skip_local = nn.Sequential(
+                nn.Conv2d(in_ch, c_mid, k, padding=k // 2), nn.SiLU(),
+                nn.Conv2d(c_mid, c_mid, k, padding=k // 2), nn.SiLU(),
+                nn.Conv2d(c_mid, channels, kernel_size=1))
+            nn.init.zeros_(self.skip_local[-1].weight)
+            nn.init.zeros_(self.skip_local[-1].bias)
         self.skip_gate = nn.Linear(dim, channels)
         nn.init.zeros_(self.skip_gate.weight)
         nn.init.constant_(self.skip_gate.bias, 0.0 if skip_from == 'noisy' else 1.0)
@@ -149,5 +165,9 @@ class NeuralSimTransformer(ModelMixin, ConfigMixin):
         out = self.proj_out(self.norm_out(tokens) * (1 + scale) + shift)
         p = self.config.patch_size
         out = out.view(b, gt, gh, gw, pt, p, p, ch).permute(0, 1, 4, 7, 2, 5, 3, 6)
-        out = out.reshape(b, f, ch, h, w) + gate * self.skip(x).transpose(1, 2)
+        skip = self.skip(x).transpose(1, 2)   # (B, F, C, H, W)
+        if self.skip_local is not None:        # per frame: frames folded into the batch
+            frames = x.transpose(1, 2).reshape(b * f, -1, h, w)
+            skip = skip + self.skip_local(frames).view(b, f, ch, h, w)
+        out = out.reshape(b, f, ch, h, w) + gate * skip
         return NeuralSimTransformerOutput(sample=out) if return_dict else (out,)

@@ -1,0 +1,140 @@
+"""Neural-sim variants scored against the bench lab's ground truth of a main-job run's video
+episodes: which resolution and pixel skip keep the objects where the lab films them?
+
+Each ``--variant NAME KEY=VALUE...`` overrides ``config/neural_sim.yaml``; every variant is
+trained on the run's paired replays (the same held-out episode as the neural-sim stage) for
+``--steps``, translates the run's video-table trajectories (composed guidance), and is scored
+in the policy's pixels against the run's ground truth per lab region: PSNR, SSIM, objects
+found, object px. The run's own ``composed + sim detail`` translations are scored beside them
+as the baseline of the same session. Reads only the run's folders; writes under ``--work``.
+
+    .venv/bin/python bench/neural_sim_resolution.py --run /work/paper/latest --steps 1000 \\
+        --variant res96 height=96 width=128 patch_size=16 sim_detail=false \\
+        --variant res96_conv height=96 width=128 patch_size=16 sim_detail=false skip_kernel=3
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+import yaml
+from provenance import ROOT, add_out_argument, torch_machine, write_result
+
+from comsim_neural_sim.config import NeuralSimConfig
+from comsim_neural_sim.data.clips import load_paired_dir
+from comsim_neural_sim.evaluation.generated import evaluate_generated
+from comsim_neural_sim.stage import paired_cameras
+from comsim_neural_sim.training.train import train
+from comsim_neural_sim.translate.episode import translate_dir
+from comsim_policy.config import PolicyConfig
+
+
+def parse_variant(tokens: list[str]) -> tuple[str, dict]:
+    """``NAME key=value ...`` -> (name, overrides), values parsed as YAML scalars."""
+    name, changes = tokens[0], {}
+    for tok in tokens[1:]:
+        key, sep, value = tok.partition('=')
+        if not sep:
+            raise SystemExit(f'--variant {name}: {tok!r} is not key=value')
+        changes[key] = yaml.safe_load(value)
+    return name, changes
+
+
+def stage_result(run: Path, name: str) -> dict:
+    """A finished stage's result from the run's record (``stages/<name>.json``)."""
+    path = run / 'stages' / f'{name}.json'
+    if not path.is_file():
+        raise SystemExit(f'{run}: stage {name} has not finished (no {path})')
+    return json.loads(path.read_text())['result']
+
+
+def score(folder: Path, names_by_region: dict[str, list[str]], truth: Path, work: Path,
+          pixels: tuple[int, int]) -> dict:
+    """Per region: the evaluator's mean row (translated and sim columns)."""
+    out = {}
+    for region, names in names_by_region.items():
+        if not names:
+            continue
+        res = evaluate_generated([folder / n for n in names], truth,
+                                 work / f'eval_{folder.name}_{region}', log=lambda m: None,
+                                 pixels=pixels)
+        out[region] = {k: res.mean.get(k) for k in (
+            'translated_psnr', 'translated_ssim', 'translated_found', 'translated_obj_px',
+            'sim_psnr', 'sim_ssim', 'sim_found', 'sim_obj_px')}
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--run', type=Path, required=True, help='a main-job run folder')
+    ap.add_argument('--work', type=Path, default=Path('/tmp/neural_sim_resolution'))
+    ap.add_argument('--steps', type=int, default=1000)
+    ap.add_argument('--sample-steps', type=int, default=4)
+    ap.add_argument('--train-only', action='store_true',
+                    help='train the variants (needs only the twin stage) and stop')
+    ap.add_argument('--variant', nargs='+', action='append', default=[], metavar='NAME K=V')
+    add_out_argument(ap, __file__)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', '1')))
+    run = args.run.resolve()
+    names_by_region = {} if args.train_only else stage_result(run, 'video')['episodes']
+    sim_dir = Path(stage_result(run, 'twin')['sim'])
+    paired = Path(stage_result(run, 'twin')['paired'])
+    truth = run / 'video' / 'ground_truth'
+    pixels = tuple(PolicyConfig.from_yaml(ROOT / 'config' / 'policy_train.yaml').image_size)
+    sims = [next(sim_dir.glob(f'*/{n}')) for names in names_by_region.values() for n in names]
+    results = {'run': str(run), 'steps': args.steps, 'pixels': list(pixels),
+               'episodes': names_by_region, 'variants': {}}
+    if not args.train_only:
+        results['variants']['run: composed + sim detail'] = {'scores': score(
+            run / 'video' / 'composed_detail', names_by_region, truth, args.work, pixels)}
+    base = NeuralSimConfig.from_yaml(ROOT / 'config' / 'neural_sim.yaml')
+    for tokens in args.variant:
+        name, changes = parse_variant(tokens)
+        cfg = base.replace(**changes)
+        cfg = cfg.replace(cameras=paired_cameras(paired))
+        clips = load_paired_dir(paired, cfg.cameras, cfg.command_topic)
+        cfg = cfg.replace(action_dim=int(clips[0].actions.shape[1]), sample_every=10**9,
+                          save_every=10**9, log_every=100)
+        held = sorted({c.name for c in clips})[-1]
+        ckpt = args.work / name / 'checkpoint'
+        trained = args.work / name / 'trained.json'     # a finished training is not redone
+        if not trained.is_file():
+            t0 = time.perf_counter()
+            res = train(cfg, [c for c in clips if c.name != held], ckpt, steps=args.steps,
+                        log=lambda m: None)
+            trained.write_text(json.dumps({'train_s': round(time.perf_counter() - t0, 1),
+                                           'loss_first': res.first_loss,
+                                           'loss_last': res.last_loss, 'steps': args.steps}))
+        fit = json.loads(trained.read_text())
+        print(name, 'trained', fit, flush=True)
+        if args.train_only:
+            continue
+        t0 = time.perf_counter()
+        folder = args.work / name / 'composed'
+        translate_dir(sims, ckpt, folder, mode='composed', steps=args.sample_steps,
+                      log=lambda m: None)
+        translate_s = time.perf_counter() - t0
+        results['variants'][name] = {
+            'changes': changes, **fit,
+            'translate_s_per_episode': round(translate_s / len(sims), 2),
+            'scores': score(folder, names_by_region, truth, args.work, pixels)}
+        print(name, json.dumps(results['variants'][name]), flush=True)
+    if args.train_only:
+        return 0
+    write_result(args.out, results, torch_machine())
+    for name, v in results['variants'].items():
+        for region, s in v['scores'].items():
+            print(f"{name:28s} {region:4s} PSNR {s['translated_psnr']:.2f} SSIM "
+                  f"{s['translated_ssim']:.3f} found {s['translated_found'] or 0:.0%} "
+                  f"px {s['translated_obj_px'] or float('nan'):.1f}  (sim {s['sim_psnr']:.2f})")
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
