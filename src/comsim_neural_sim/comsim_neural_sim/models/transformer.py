@@ -167,7 +167,10 @@ class NeuralSimTransformer(ModelMixin, ConfigMixin):
         out = out.view(b, gt, gh, gw, pt, p, p, ch).permute(0, 1, 4, 7, 2, 5, 3, 6)
         skip = self.skip(x).transpose(1, 2)   # (B, F, C, H, W)
         if self.skip_local is not None:        # per frame: frames folded into the batch
-            frames = x.transpose(1, 2).reshape(b * f, -1, h, w)
-            skip = skip + self.skip_local(frames).view(b, f, ch, h, w)
+            # channels-last: the CPU convolutions run about twice as fast
+            frames = x.transpose(1, 2).reshape(b * f, -1, h, w).contiguous(
+                memory_format=torch.channels_last)
+            local = self.skip_local(frames).contiguous().view(b, f, ch, h, w)
+            skip = skip + local
         out = out.reshape(b, f, ch, h, w) + gate * skip
         return NeuralSimTransformerOutput(sample=out) if return_dict else (out,)
