@@ -55,13 +55,14 @@ def stage_result(run: Path, name: str) -> dict:
 
 def score(folder: Path, names_by_region: dict[str, list[str]], truth: Path, work: Path,
           pixels: tuple[int, int]) -> dict:
-    """Per region: the evaluator's mean row (translated and sim columns)."""
+    """Per region: the evaluator's mean row (translated and sim columns); its per-episode
+    rows go to ``work/eval_<region>``."""
     out = {}
     for region, names in names_by_region.items():
         if not names:
             continue
         res = evaluate_generated([folder / n for n in names], truth,
-                                 work / f'eval_{folder.name}_{region}', log=lambda m: None,
+                                 work / f'eval_{region}', log=lambda m: None,
                                  pixels=pixels)
         out[region] = {k: res.mean.get(k) for k in (
             'translated_psnr', 'translated_ssim', 'translated_found', 'translated_obj_px',
@@ -92,7 +93,8 @@ def main(argv=None) -> int:
                'episodes': names_by_region, 'variants': {}}
     if not args.train_only:
         results['variants']['run: composed + sim detail'] = {'scores': score(
-            run / 'video' / 'composed_detail', names_by_region, truth, args.work, pixels)}
+            run / 'video' / 'composed_detail', names_by_region, truth, args.work / 'run',
+            pixels)}
     base = NeuralSimConfig.from_yaml(ROOT / 'config' / 'neural_sim.yaml')
     for tokens in args.variant:
         name, changes = parse_variant(tokens)
@@ -123,7 +125,7 @@ def main(argv=None) -> int:
         results['variants'][name] = {
             'changes': changes, **fit,
             'translate_s_per_episode': round(translate_s / len(sims), 2),
-            'scores': score(folder, names_by_region, truth, args.work, pixels)}
+            'scores': score(folder, names_by_region, truth, args.work / name, pixels)}
         print(name, json.dumps(results['variants'][name]), flush=True)
     if args.train_only:
         return 0
