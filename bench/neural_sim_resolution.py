@@ -84,8 +84,8 @@ def main(argv=None) -> int:
     torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', '1')))
     run = args.run.resolve()
     names_by_region = {} if args.train_only else stage_result(run, 'video')['episodes']
-    sim_dir = Path(stage_result(run, 'twin')['sim'])
-    paired = Path(stage_result(run, 'twin')['paired'])
+    twin = stage_result(run, 'twin')
+    sim_dir, paired = Path(twin['sim']), Path(twin['paired'])
     truth = run / 'video' / 'ground_truth'
     pixels = tuple(PolicyConfig.from_yaml(ROOT / 'config' / 'policy_train.yaml').image_size)
     sims = [next(sim_dir.glob(f'*/{n}')) for names in names_by_region.values() for n in names]
@@ -95,15 +95,16 @@ def main(argv=None) -> int:
         results['variants']['run: composed + sim detail'] = {'scores': score(
             run / 'video' / 'composed_detail', names_by_region, truth, args.work / 'run',
             pixels)}
+    # the pairs are read once: variants change the model, not the data
     base = NeuralSimConfig.from_yaml(ROOT / 'config' / 'neural_sim.yaml')
+    base = base.replace(cameras=paired_cameras(paired))
+    clips = load_paired_dir(paired, base.cameras, base.command_topic)
+    held = sorted({c.name for c in clips})[-1]
     for tokens in args.variant:
         name, changes = parse_variant(tokens)
-        cfg = base.replace(**changes)
-        cfg = cfg.replace(cameras=paired_cameras(paired))
-        clips = load_paired_dir(paired, cfg.cameras, cfg.command_topic)
-        cfg = cfg.replace(action_dim=int(clips[0].actions.shape[1]), sample_every=10**9,
-                          save_every=10**9, log_every=100)
-        held = sorted({c.name for c in clips})[-1]
+        cfg = base.replace(**changes).replace(
+            action_dim=int(clips[0].actions.shape[1]), sample_every=10**9,
+            save_every=10**9, log_every=100)
         ckpt = args.work / name / 'checkpoint'
         trained = args.work / name / 'trained.json'     # a finished training is not redone
         if not trained.is_file():
