@@ -93,6 +93,10 @@ def test_resume_continues_from_last_checkpoint(trained, tmp_path, monkeypatch):
     assert before and all(torch.equal(v, after[k]) for k, v in before.items())
     steps = [r['step'] for r in _log(trained)]
     assert steps[-1] == 450 and steps.count(400) == 1   # continued, did not restart at 0
+    # the training time carries over: the resumed records count on from step 400's
+    times = {r['step']: r['train_s'] for r in _log(trained) if 'train_s' in r}
+    assert times[400] > 0 and times[450] > times[400]
+    assert list(times.values()) == sorted(times.values())
     assert 425 not in steps and steps == sorted(set(steps))
     state = json.loads((out / 'training_state' / 'state.json').read_text())
     assert state['step'] == 450

@@ -255,6 +255,9 @@ def train_prepared(config: PolicyConfig, data: PreparedData, out: Path | str,
         write_text(out / 'log.jsonl', ''.join(json.dumps(r) + '\n' for r in history))
         log(f'resumed from {out} at step {step}')
     start = step
+    # loop seconds of the runs this one resumes (to the last record it keeps): the logged
+    # `train_s` and the summary's count the whole training, not only the part after a resume
+    earlier_s = next((float(h['train_s']) for h in reversed(history) if 'train_s' in h), 0.0)
     ema = policy_ema(averaged, tc.ema_decay, tc.ema_warmup_steps)
     ema.optimization_step = step
     loader, sampler, ds = make_loader(data, config, device)
@@ -266,6 +269,7 @@ def train_prepared(config: PolicyConfig, data: PreparedData, out: Path | str,
     batches = _batches(loader, sampler, epoch=step)
     window_loss, t_log, n_log = [], time.perf_counter(), 0
     first_loss = None
+    t_loop = time.perf_counter()
     model.train()
     try:
         while step < tc.max_steps:
@@ -281,7 +285,8 @@ def train_prepared(config: PolicyConfig, data: PreparedData, out: Path | str,
             if step % tc.log_every == 0 or step == tc.max_steps:
                 dt = time.perf_counter() - t_log
                 record = {'step': step, 'loss': float(np.mean(window_loss)),
-                          'lr': opt.param_groups[0]['lr'], 'samples_per_s': n_log / dt}
+                          'lr': opt.param_groups[0]['lr'], 'samples_per_s': n_log / dt,
+                          'train_s': earlier_s + time.perf_counter() - t_loop}
                 window_loss, t_log, n_log = [], time.perf_counter(), 0
             validate = bool(data.val) and (step % tc.val_every == 0 or step == tc.max_steps)
             save = step % tc.checkpoint_every == 0 or step == tc.max_steps
@@ -312,6 +317,7 @@ def train_prepared(config: PolicyConfig, data: PreparedData, out: Path | str,
     losses = [h['loss'] for h in history if 'loss' in h]
     return {'steps': step, 'first_loss': first_loss, 'final_loss': losses[-1] if losses else None,
             'best_val_loss': best if best < float('inf') else None, 'history': history,
+            'train_s': earlier_s + time.perf_counter() - t_loop, 'resumed_train_s': earlier_s,
             'data': data.summary, 'out': str(out)}
 
 
