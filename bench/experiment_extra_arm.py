@@ -22,6 +22,7 @@ from pathlib import Path
 from provenance import ROOT, torch_machine, write_result
 
 from comsim_core.errors import UserError, cli_main
+from comsim_core.experiment.run import run_settings, stage_result
 from comsim_core.statistics import wilson_interval
 from comsim_policy.arms import arm_specs, paper_arms, select_arms
 from comsim_policy.evaluation.config import load_config as load_evaluation
@@ -30,13 +31,6 @@ from comsim_policy.evaluation.results import Evaluation, Rollout
 from comsim_policy.stage import arm_config, load_stage_config, single_thread_cpu, train_policy
 
 EXTRA = 'extra:'        # the added arm's rollouts, apart from a run checkpoint of the same name
-
-
-def run_settings(run: Path) -> dict:
-    path = run / 'run.json'
-    if not path.is_file():
-        raise UserError(f'{path}: not a main-job run folder (no run.json)')
-    return json.loads(path.read_text())['settings']
 
 
 def run_rollouts(run: Path) -> Evaluation:
@@ -65,8 +59,7 @@ def main(argv=None) -> int:
     run = args.run.resolve()
     settings = run_settings(run)
     counts = settings['counts']
-    stages = {n: json.loads((run / 'stages' / f'{n}.json').read_text())['result']
-              for n in ('twin', 'ground_truth', 'neural_sim')}
+    stages = {n: stage_result(run, n) for n in ('twin', 'ground_truth', 'neural_sim')}
     n_gen = counts['generated']
     arms = paper_arms(counts['real'], n_gen, settings['generated_share'])
     extra = select_arms(arms, [args.arm])[0]

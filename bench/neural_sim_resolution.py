@@ -25,6 +25,8 @@ import torch
 import yaml
 from provenance import ROOT, add_out_argument, torch_machine, write_result
 
+from comsim_core.errors import UserError, cli_main
+from comsim_core.experiment.run import stage_result
 from comsim_neural_sim.config import NeuralSimConfig
 from comsim_neural_sim.data.clips import load_paired_dir
 from comsim_neural_sim.evaluation.generated import evaluate_generated
@@ -40,17 +42,9 @@ def parse_variant(tokens: list[str]) -> tuple[str, dict]:
     for tok in tokens[1:]:
         key, sep, value = tok.partition('=')
         if not sep:
-            raise SystemExit(f'--variant {name}: {tok!r} is not key=value')
+            raise UserError(f'--variant {name}: {tok!r} is not key=value')
         changes[key] = yaml.safe_load(value)
     return name, changes
-
-
-def stage_result(run: Path, name: str) -> dict:
-    """A finished stage's result from the run's record (``stages/<name>.json``)."""
-    path = run / 'stages' / f'{name}.json'
-    if not path.is_file():
-        raise SystemExit(f'{run}: stage {name} has not finished (no {path})')
-    return json.loads(path.read_text())['result']
 
 
 def score(folder: Path, names_by_region: dict[str, list[str]], truth: Path, work: Path,
@@ -70,6 +64,7 @@ def score(folder: Path, names_by_region: dict[str, list[str]], truth: Path, work
     return out
 
 
+@cli_main('neural_sim_resolution')
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--run', type=Path, required=True, help='a main-job run folder')

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from comsim_core.experiment.config import ExperimentConfig, ExperimentConfigError
-from comsim_core.experiment.run import Run, RunMismatchError
+from comsim_core.experiment.run import (
+    Run,
+    RunMismatchError,
+    RunRecordError,
+    run_settings,
+    stage_result,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,6 +42,21 @@ def test_a_finished_stage_is_read_back_and_an_interrupted_one_runs_again(tmp_pat
     assert calls == ['record', 'twin', 'twin']
     assert list(again.timings()) == ['record', 'twin']
     assert not list((tmp_path / 'stages').glob('.*.tmp'))
+
+
+def test_a_reader_gets_a_runs_settings_and_finished_stages_without_touching_it(tmp_path):
+    """Bench tools read a run (``run_settings``, ``stage_result``) without ``Run``'s check
+    and write of run.json; an unfinished stage or a folder that is no run is one clear line."""
+    with pytest.raises(RunRecordError, match='no run.json'):
+        run_settings(tmp_path)
+    run = Run(tmp_path, {'scale': 'paper'})
+    run.stage('twin', lambda: {'sim': '/x'})
+    before = (tmp_path / 'run.json').read_text()
+    assert run_settings(tmp_path) == {'scale': 'paper'}
+    assert stage_result(tmp_path, 'twin') == {'sim': '/x'} == run.result('twin')
+    with pytest.raises(RunRecordError, match="stage 'video' of this run has not finished"):
+        stage_result(tmp_path, 'video')
+    assert (tmp_path / 'run.json').read_text() == before
 
 
 def test_resuming_with_other_settings_is_refused(tmp_path):

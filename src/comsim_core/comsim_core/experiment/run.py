@@ -32,6 +32,26 @@ def _write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
+class RunRecordError(UserError):
+    """A run folder lacks the record a reader asked for (not a run, or a stage not finished)."""
+
+
+def run_settings(run_dir: Path) -> dict[str, Any]:
+    """The settings a run started with (``run.json``), for tools that read a run, not resume it."""
+    path = Path(run_dir) / 'run.json'
+    if not path.is_file():
+        raise RunRecordError(f'{path}: not a main-job run folder (no run.json)')
+    return json.loads(path.read_text())['settings']
+
+
+def stage_result(run_dir: Path, name: str) -> dict[str, Any]:
+    """A finished stage's result, read from its record (``stages/<name>.json``)."""
+    path = Path(run_dir) / 'stages' / f'{name}.json'
+    if not path.is_file():
+        raise RunRecordError(f'{path}: stage {name!r} of this run has not finished')
+    return json.loads(path.read_text())['result']
+
+
 class Run:
     def __init__(self, run_dir: Path, settings: dict[str, Any]):
         self.dir = Path(run_dir)
@@ -58,7 +78,7 @@ class Run:
         return self.record(name).exists()
 
     def result(self, name: str) -> dict[str, Any]:
-        return json.loads(self.record(name).read_text())['result']
+        return stage_result(self.dir, name)
 
     def stage(self, name: str, fn: Callable[[], dict[str, Any]],
               log: Callable[[str], None] = print) -> dict[str, Any]:
