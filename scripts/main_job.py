@@ -394,6 +394,9 @@ def parse_args(argv=None):
     ap.add_argument('--arms', nargs='+', help='override: arm letters (A A\' B C D E)')
     ap.add_argument('--policy-steps', type=int, help='override: training steps per arm')
     ap.add_argument('--neural-sim-steps', type=int, help='override: neural-sim training steps')
+    ap.add_argument('--generated-share', type=float,
+                    help="override the config's generated_share: the share of a co-trained "
+                         'arm\'s samples drawn from generated data, in (0, 1)')
     ap.add_argument('--until', choices=STAGES, help='stop after this stage (resume later)')
     ap.add_argument('--reuse-episodes', type=Path,
                     help='skip recording and use these recorded episodes (for development)')
@@ -404,6 +407,11 @@ def experiment_settings(args) -> tuple[ExperimentConfig, Scale]:
     cfg = ExperimentConfig.load(args.config)
     if args.tasks:
         cfg.tasks = list(args.tasks)
+    if args.generated_share is not None:
+        try:
+            cfg = dataclasses.replace(cfg, generated_share=args.generated_share)
+        except UserError as exc:
+            raise UserError(f'--generated-share: {exc.detail}') from None
     changes = {k: v for k, v in (('real', args.real), ('generated', args.generated),
                                  ('rollouts', args.rollouts), ('arms', args.arms),
                                  ('policy_steps', args.policy_steps),

@@ -358,7 +358,9 @@ def experiment_report(out: Path, scale_name: str, cfg, scale, results: dict[str,
              f'{"on" if cfg.appearance_randomisation else "off"}; arms {", ".join(scale.arms)}; '
              f'{scale.rollouts} rollouts per cell; policy recipe `{scale.policy_config}`'
              + (f' for {scale.policy_steps} steps' if scale.policy_steps else '')
-             + f'; neural simulator {scale.neural_sim_steps} training steps.', '']
+             + f', co-trained arms drawing {100 * cfg.generated_share:g} % of their samples '
+             f'from generated data; neural simulator {scale.neural_sim_steps} training steps.',
+             '']
     if 'policy' in results:
         lines.append(results['policy']['section'])
     else:

@@ -140,6 +140,24 @@ def finished_run(tmp_path: Path) -> Path:
     return out
 
 
+def test_the_generated_share_can_be_set_on_the_command_line_and_is_a_run_setting(tmp_path):
+    sys.path.insert(0, str(ROOT / 'scripts'))
+    import main_job  # noqa: PLC0415
+
+    args = main_job.parse_args(['--scale', 'paper', '--generated-share', '0.9'])
+    cfg, scale = main_job.experiment_settings(args)
+    assert cfg.generated_share == 0.9
+    Run(tmp_path / 'run', main_job.settings(args, cfg, scale))
+    plain = main_job.parse_args(['--scale', 'paper'])
+    with pytest.raises(RunMismatchError, match='generated_share'):
+        Run(tmp_path / 'run', main_job.settings(plain, *main_job.experiment_settings(plain)))
+    res = subprocess.run([sys.executable, str(ROOT / 'scripts' / 'main_job.py'),
+                          '--out', str(tmp_path / 'x'), '--generated-share', '1.5'],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert res.returncode == 2 and not (tmp_path / 'x').exists()
+    assert res.stderr.strip() == 'main_job: error: --generated-share: must be in (0, 1), got 1.5'
+
+
 def test_the_main_job_resumes_a_finished_run_without_running_a_stage(tmp_path):
     out = finished_run(tmp_path)
     res = subprocess.run([sys.executable, str(ROOT / 'scripts' / 'main_job.py'), '--resume',
