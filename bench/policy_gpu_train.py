@@ -153,8 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         resumed.train.log_every = log_every
         summary = train_prepared(resumed, data, args.work, resume=True, autocast=autocast,
                                  normalizer=normalizer)
-        summary['history'] = first['history'] + summary['history']
-        summary['first_loss'] = first['first_loss']
+        summary['first_loss'] = first['first_loss']   # the history already holds the first part
     t_trained = time.monotonic()
     size = export_fp16(args.work, args.out / 'checkpoint')
     shutil.copyfile(args.work / 'log.jsonl', args.out / 'log.jsonl')

@@ -96,6 +96,35 @@ def test_train_all_runs_the_last_arm_on_every_core(tmp_path, capfd):
     assert '[policy:arm2:move_card] training on 2 torch thread(s)' in lines
 
 
+def test_a_resumed_arms_wall_time_counts_its_earlier_training(tmp_path):
+    """Resuming a finished arm does no step, yet its wall time (the report's) still counts
+    the training the first run did, as logged in its `train_s`."""
+    import json
+    import time
+
+    from comsim_policy.stage import train_policy
+    from comsim_policy.training.data_setup import DataSpec
+
+    write_episode(tmp_path / 'real', 0, n_frames=12, size=(32, 32), task='move_card')
+    specs = [DataSpec(p, 'real') for p in sorted((tmp_path / 'real').iterdir())]
+    cfg = tiny_config(cameras=(FRONT,), max_steps=40, val_fraction=0.0, log_every=20)
+    cfg.train.cache_dir = str(tmp_path / 'cache')
+    lines: list[str] = []
+    with single_thread_cpu():
+        first = train_policy('arm', 'move_card', specs, cfg, tmp_path / 'out', lines.append)
+        t0 = time.monotonic()
+        again = train_policy('arm', 'move_card', specs, cfg, tmp_path / 'out', lines.append,
+                             resume=True)
+        resume_s = time.monotonic() - t0
+    logged = [json.loads(x) for x in (first.path / 'log.jsonl').read_text().splitlines()]
+    trained_s = logged[-1]['train_s']
+    assert logged[-1]['step'] == 40 and 0 < trained_s <= first.wall_s
+    assert again.steps == 40 and any('resumed from' in x for x in lines)
+    # the resume trains no step: its own time is the data's; the rest is the first run's
+    assert trained_s <= again.wall_s <= trained_s + resume_s
+    assert resume_s < trained_s, 'the check above needs a first run longer than the resume'
+
+
 def test_limit_cpu_threads_respects_omp(monkeypatch):
     before = torch.get_num_threads()
     monkeypatch.setenv('OMP_NUM_THREADS', '3')

@@ -172,7 +172,8 @@ def train_policy(name: str, task: str, specs: list[DataSpec], config: PolicyConf
     config.tasks = [task]
     summary = train(config, specs, ckpt, resume=resume,
                     log=lambda s: log(f'[policy:{name}:{task}] {s}'))
-    wall = time.monotonic() - t0 + summary['resumed_train_s']    # a resumed run's, whole
+    # this call's time + the resumed runs' training loops (to the checkpoint resumed from)
+    wall = time.monotonic() - t0 + summary['resumed_train_s']
     history = summary['history']
     rates = [h['samples_per_s'] for h in history if 'samples_per_s' in h]
     vals = [h for h in history if 'val_loss' in h]

@@ -255,9 +255,12 @@ def train_prepared(config: PolicyConfig, data: PreparedData, out: Path | str,
         write_text(out / 'log.jsonl', ''.join(json.dumps(r) + '\n' for r in history))
         log(f'resumed from {out} at step {step}')
     start = step
-    # loop seconds of the runs this one resumes (to the last record it keeps): the logged
+    # loop seconds of the runs this one resumes, to the last record it keeps: the logged
     # `train_s` and the summary's count the whole training, not only the part after a resume
     earlier_s = next((float(h['train_s']) for h in reversed(history) if 'train_s' in h), 0.0)
+    if history and not earlier_s:
+        log('the resumed log has no train_s (an older run): its earlier training time is '
+            'not counted')
     ema = policy_ema(averaged, tc.ema_decay, tc.ema_warmup_steps)
     ema.optimization_step = step
     loader, sampler, ds = make_loader(data, config, device)
