@@ -15,6 +15,7 @@ as the baseline of the same session. Reads only the run's folders; writes under 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -35,6 +36,8 @@ from comsim_neural_sim.training.train import train
 from comsim_neural_sim.translate.episode import translate_dir
 from comsim_policy.config import PolicyConfig
 
+FIELDS = {f.name for f in dataclasses.fields(NeuralSimConfig)}
+
 
 def parse_variant(tokens: list[str]) -> tuple[str, dict]:
     """``NAME key=value ...`` -> (name, overrides), values parsed as YAML scalars."""
@@ -43,6 +46,9 @@ def parse_variant(tokens: list[str]) -> tuple[str, dict]:
         key, sep, value = tok.partition('=')
         if not sep:
             raise UserError(f'--variant {name}: {tok!r} is not key=value')
+        if key not in FIELDS:
+            raise UserError(f'--variant {name}: {key!r} is not a key of config/neural_sim.yaml '
+                            f'(expected one of {", ".join(sorted(FIELDS))})')
         changes[key] = yaml.safe_load(value)
     return name, changes
 
@@ -76,6 +82,7 @@ def main(argv=None) -> int:
     ap.add_argument('--variant', nargs='+', action='append', default=[], metavar='NAME K=V')
     add_out_argument(ap, __file__)
     args = ap.parse_args(argv)
+    variants = [parse_variant(tokens) for tokens in args.variant]   # a typo stops it here
     torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', '1')))
     run = args.run.resolve()
     names_by_region = {} if args.train_only else stage_result(run, 'video')['episodes']
@@ -95,8 +102,7 @@ def main(argv=None) -> int:
     base = base.replace(cameras=paired_cameras(paired))
     clips = load_paired_dir(paired, base.cameras, base.command_topic)
     held = sorted({c.name for c in clips})[-1]
-    for tokens in args.variant:
-        name, changes = parse_variant(tokens)
+    for name, changes in variants:
         cfg = base.replace(**changes).replace(
             action_dim=int(clips[0].actions.shape[1]), sample_every=10**9,
             save_every=10**9, log_every=100)

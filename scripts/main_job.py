@@ -38,8 +38,8 @@ import report
 import yaml
 
 from comsim_core.errors import UserError, cli_main
-from comsim_core.experiment.config import ExperimentConfig, Scale
-from comsim_core.experiment.run import Run
+from comsim_core.experiment.config import ExperimentConfig, ExperimentConfigError, Scale
+from comsim_core.experiment.run import Run, run_settings
 from comsim_core.experiment.table import Trial
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -410,8 +410,8 @@ def experiment_settings(args) -> tuple[ExperimentConfig, Scale]:
     if args.generated_share is not None:
         try:
             cfg = dataclasses.replace(cfg, generated_share=args.generated_share)
-        except UserError as exc:
-            raise UserError(f'--generated-share: {exc.detail}') from None
+        except ExperimentConfigError as exc:
+            raise UserError(f'--generated-share: {getattr(exc, "detail", exc)}') from None
     changes = {k: v for k, v in (('real', args.real), ('generated', args.generated),
                                  ('rollouts', args.rollouts), ('arms', args.arms),
                                  ('policy_steps', args.policy_steps),
@@ -426,8 +426,7 @@ def experiment_settings(args) -> tuple[ExperimentConfig, Scale]:
 
 def run_dir(args) -> Path:
     if args.resume:
-        if not (args.resume / 'run.json').exists():
-            raise UserError(f'--resume {args.resume}: not a run folder (no run.json)')
+        run_settings(args.resume)           # one clear line if it is not a run folder
         return args.resume
     out = args.out / datetime.now().strftime('%Y%m%d-%H%M%S')
     out.mkdir(parents=True)

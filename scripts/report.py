@@ -346,6 +346,13 @@ def experiment_section(trials, labels: dict[str, str], out: Path, curves: list[P
     return '\n'.join(lines)
 
 
+def co_trained(letters) -> bool:
+    """Whether one of these arms mixes real and generated samples (B, C, E)."""
+    from comsim_policy.arms import paper_arms, select_arms
+
+    return any(len(a.weights) > 1 for a in select_arms(paper_arms(), letters))
+
+
 def experiment_report(out: Path, scale_name: str, cfg, scale, results: dict[str, dict],
                       timings: dict[str, float], commands: list[str]) -> str:
     """The whole report: the settings, the experiment's tables first, then every stage."""
@@ -358,9 +365,9 @@ def experiment_report(out: Path, scale_name: str, cfg, scale, results: dict[str,
              f'{"on" if cfg.appearance_randomisation else "off"}; arms {", ".join(scale.arms)}; '
              f'{scale.rollouts} rollouts per cell; policy recipe `{scale.policy_config}`'
              + (f' for {scale.policy_steps} steps' if scale.policy_steps else '')
-             + f', co-trained arms drawing {100 * cfg.generated_share:g} % of their samples '
-             f'from generated data; neural simulator {scale.neural_sim_steps} training steps.',
-             '']
+             + (f', co-trained arms drawing {100 * cfg.generated_share:g} % of their samples '
+                f'from generated data' if co_trained(scale.arms) else '')
+             + f'; neural simulator {scale.neural_sim_steps} training steps.', '']
     if 'policy' in results:
         lines.append(results['policy']['section'])
     else:

@@ -1,5 +1,6 @@
 """A resumable run: finished stages are read back, not rerun; an interrupted stage runs again;
 a run resumed with other settings is refused in one line (exit 2 from the main job)."""
+import dataclasses
 import json
 import subprocess
 import sys
@@ -156,6 +157,13 @@ def test_the_generated_share_can_be_set_on_the_command_line_and_is_a_run_setting
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert res.returncode == 2 and not (tmp_path / 'x').exists()
     assert res.stderr.strip() == 'main_job: error: --generated-share: must be in (0, 1), got 1.5'
+    import report  # noqa: PLC0415
+
+    text = report.experiment_report(tmp_path, 'paper', cfg, scale, {}, {}, [])
+    assert 'co-trained arms drawing 90 % of their samples from generated data' in text
+    alone = report.experiment_report(tmp_path, 'paper', cfg,
+                                     dataclasses.replace(scale, arms=['A', "A'", 'D']), {}, {}, [])
+    assert 'co-trained' not in alone      # no arm mixes real and generated samples
 
 
 def test_the_main_job_resumes_a_finished_run_without_running_a_stage(tmp_path):

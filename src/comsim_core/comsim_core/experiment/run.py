@@ -44,9 +44,14 @@ def run_settings(run_dir: Path) -> dict[str, Any]:
     return json.loads(path.read_text())['settings']
 
 
+def stage_record(run_dir: Path, name: str) -> Path:
+    """Where a finished stage's record lies: ``stages/<name>.json``."""
+    return Path(run_dir) / 'stages' / f'{name}.json'
+
+
 def stage_result(run_dir: Path, name: str) -> dict[str, Any]:
-    """A finished stage's result, read from its record (``stages/<name>.json``)."""
-    path = Path(run_dir) / 'stages' / f'{name}.json'
+    """A finished stage's result, read from its record."""
+    path = stage_record(run_dir, name)
     if not path.is_file():
         raise RunRecordError(f'{path}: stage {name!r} of this run has not finished')
     return json.loads(path.read_text())['result']
@@ -58,7 +63,7 @@ class Run:
         self.stages_dir = self.dir / 'stages'
         started = self.dir / 'run.json'
         if started.exists():
-            before = json.loads(started.read_text())['settings']
+            before = run_settings(self.dir)
             changed = sorted(k for k in set(before) | set(settings)
                              if before.get(k) != settings.get(k))
             if changed:
@@ -72,7 +77,7 @@ class Run:
         self.settings = settings
 
     def record(self, name: str) -> Path:
-        return self.stages_dir / f'{name}.json'
+        return stage_record(self.dir, name)
 
     def done(self, name: str) -> bool:
         return self.record(name).exists()
