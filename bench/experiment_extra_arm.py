@@ -24,7 +24,7 @@ from provenance import ROOT, torch_machine, write_result
 from comsim_core.errors import UserError, cli_main
 from comsim_core.experiment.run import run_settings, stage_result
 from comsim_core.statistics import wilson_interval
-from comsim_policy.arms import arm_specs, paper_arms, select_arms
+from comsim_policy.arms import arm_specs, normaliser_data, paper_arms, select_arms
 from comsim_policy.evaluation.config import load_config as load_evaluation
 from comsim_policy.evaluation.in_process import evaluate
 from comsim_policy.evaluation.results import Evaluation, Rollout
@@ -71,8 +71,7 @@ def main(argv=None) -> int:
     allowed = {s: names for s in ('sim', 'pseudo_real', 'gt')}
     # The run's normaliser: fitted on the sources of the run's arms (the generated sources
     # carry the same motions, so an arm on another of them fits inside it too).
-    used = sorted({s for a in run_arms for s in a.counts})
-    union = [f'{folders[s]}:{s}' for s in used]
+    union = normaliser_data(run_arms, folders)
     recipe = load_stage_config(ROOT / counts['policy_config'])
     recipe.train.device = 'cpu'
     recipe.train.cache_dir = str(run / 'policy_stage' / 'cache')

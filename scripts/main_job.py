@@ -20,7 +20,11 @@ This script is the only place that also reads the bench lab's ground truth (the 
 twin's and the neural simulator's scores): the stack itself never does.
 
     scripts/main_job.sh [--scale reduced|paper] [--tasks move_card] [--out output/main_job]
-    scripts/main_job.sh --resume output/main_job/<run>
+    scripts/main_job.sh --resume output/main_job/<run> [--leave-out B]
+
+A resume takes the options the run started with from its ``run.json``; other values for them
+are refused. ``--leave-out`` drops arms a session has no time for (recorded in the run and its
+report; ``bench/experiment_extra_arm.py`` adds such an arm to the finished run).
 """
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -39,7 +44,7 @@ import yaml
 
 from comsim_core.errors import UserError, cli_main
 from comsim_core.experiment.config import ExperimentConfig, ExperimentConfigError, Scale
-from comsim_core.experiment.run import Run, run_settings
+from comsim_core.experiment.run import Run, run_options, run_settings
 from comsim_core.experiment.table import Trial
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -324,18 +329,22 @@ def video_row(region: str, label: str, episodes: int, mean: dict, which: str) ->
 
 
 def policy_stage(out: Path, episodes_dir: Path, data: dict, cfg: ExperimentConfig,
-                 scale: Scale, n_generated: int) -> dict:
+                 scale: Scale, n_generated: int, left_out: Collection[str] = ()) -> dict:
+    """Train the run's arms (less those a resume left out: their normaliser stays fitted on
+    the data of all the run's arms), roll them out on the run's seeds, tabulate."""
     from comsim_policy.arms import paper_arms, select_arms
     from comsim_policy.evaluation.results import checkpoint_names
     from comsim_policy.stage import policy_stage as run_stage
 
-    arms = select_arms(paper_arms(scale.real, n_generated, cfg.generated_share), scale.arms)
+    run_arms = select_arms(paper_arms(scale.real, n_generated, cfg.generated_share), scale.arms)
+    arms = [a for a in run_arms if a.label.split(':')[0] not in left_out]
     names = {n for ns in data['trajectories'].values() for n in ns}
     sources = {'sim': Path(data['sim']), 'gt': Path(data['ground_truth'])}
     pol = run_stage(out / 'policy_stage', episodes_dir, data.get('pseudo_real') and
                     Path(data['pseudo_real']), log=lambda m: log(f'[policy] {m}'),
                     rollouts=scale.rollouts, tasks=cfg.tasks, regions=('id', 'ood'),
-                    config=ROOT / scale.policy_config, arms=arms, sources=sources,
+                    config=ROOT / scale.policy_config, arms=arms, normaliser_arms=run_arms,
+                    sources=sources,
                     resume=True, allowed={s: names for s in ('sim', 'pseudo_real', 'gt')},
                     unseen_variants={t: cfg.variants(t) for t in cfg.tasks} if scale.unseen
                     else None, max_steps=scale.policy_steps or None,
@@ -380,7 +389,22 @@ def settings(args, cfg: ExperimentConfig, scale: Scale) -> dict:
             'configs': config_digests(cfg, scale)}
 
 
-def parse_args(argv=None):
+RUN_OPTIONS = ('config', 'scale', 'tasks', 'real', 'generated', 'rollouts', 'arms',
+               'policy_steps', 'neural_sim_steps', 'generated_share', 'reuse_episodes')
+PATH_OPTIONS = ('config', 'reuse_episodes')
+
+
+def stored_options(args) -> dict:
+    """The options that make the run, as ``run.json`` keeps them (so a resume needs only the
+    folder); session options (--resume, --until, --leave-out, --out) are not among them."""
+    return {k: str(v) if k in PATH_OPTIONS and v is not None else v
+            for k, v in vars(args).items() if k in RUN_OPTIONS}
+
+
+def parse_args(argv=None, stored: dict | None = None):
+    """The command line; with ``stored`` (a run's options) those fill what it does not give."""
+    namespace = argparse.Namespace(**{k: Path(v) if k in PATH_OPTIONS and v is not None else v
+                                      for k, v in (stored or {}).items() if k in RUN_OPTIONS})
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--out', type=Path, default=ROOT / 'output' / 'main_job',
                     help='a new run goes into OUT/<date-time>')
@@ -400,7 +424,11 @@ def parse_args(argv=None):
     ap.add_argument('--until', choices=STAGES, help='stop after this stage (resume later)')
     ap.add_argument('--reuse-episodes', type=Path,
                     help='skip recording and use these recorded episodes (for development)')
-    return ap.parse_args(argv)
+    ap.add_argument('--leave-out', nargs='+', metavar='ARM', default=[],
+                    help='with --resume: arms of the run not to train or roll out (when they '
+                         'will not fit the time left; bench/experiment_extra_arm.py adds one '
+                         'later); the normaliser stays fitted on the data of all its arms')
+    return ap.parse_args(argv, namespace)
 
 
 def experiment_settings(args) -> tuple[ExperimentConfig, Scale]:
@@ -437,12 +465,38 @@ def run_dir(args) -> Path:
     return out
 
 
+def leave_out(run: Run, scale: Scale, letters: Sequence[str], policy_done: bool) -> set[str]:
+    """The arms this run leaves out: those earlier resumes left out and ``letters``, which
+    are recorded as an amendment (the settings, and the normaliser, keep every arm)."""
+    before = {a for m in run.amendments() for a in m.get('leave_out', [])}
+    new = sorted(set(letters) - before)
+    if not new:
+        return before
+    unknown = [a for a in new if a not in scale.arms]
+    if unknown:
+        raise UserError(f'--leave-out: {unknown} are not arms of this run; expected some of '
+                        f'{scale.arms}')
+    if not set(scale.arms) - before - set(new):
+        raise UserError(f'--leave-out: {new} would leave no arm of {scale.arms} to train')
+    if policy_done:
+        raise UserError(f'--leave-out: the policy stage of {run.dir} has finished; nothing is '
+                        'left to leave out')
+    run.amend({'leave_out': new})
+    return before | set(new)
+
+
 @cli_main('main_job')
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.leave_out and not args.resume:
+        raise UserError('--leave-out: only with --resume RUN (a new run names its arms with '
+                        '--arms)')
+    if args.resume:
+        args = parse_args(argv, run_options(args.resume))
     cfg, scale = experiment_settings(args)
     out = run_dir(args)
-    run = Run(out, settings(args, cfg, scale))
+    run = Run(out, settings(args, cfg, scale), stored_options(args))
+    left_out = leave_out(run, scale, args.leave_out, run.done('policy'))
     (out / 'commands.txt').open('a').write(shlex.join([sys.executable, *sys.argv]) + '\n')
     log(f'[main_job] run {out}: {args.scale} scale, tasks {cfg.tasks}, {scale}')
     results: dict[str, dict] = {}
@@ -476,7 +530,7 @@ def main(argv=None) -> int:
     if stage('video', lambda: video_stage(out, chosen, ns, cfg, scale)) is None:
         return 0
     stage('policy', lambda: policy_stage(out, episodes, {**twin, **gt, **ns}, cfg, scale,
-                                         n_generated))
+                                         n_generated, left_out))
     log(f'report: {out / "report.md"}')
     return 0
 
@@ -488,7 +542,7 @@ def write_report(out: Path, run: Run, cfg: ExperimentConfig, scale: Scale, args,
     commands = (out / 'commands.txt').read_text().splitlines() if (out / 'commands.txt'
                                                                     ).exists() else []
     path.write_text(report.experiment_report(out, args.scale, cfg, scale, results,
-                                             run.timings(), commands))
+                                             run.timings(), commands, run.amendments()))
     return path
 
 

@@ -6,6 +6,7 @@ folder ``out`` (the report moves with its run).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -353,8 +354,16 @@ def co_trained(letters) -> bool:
     return any(len(a.weights) > 1 for a in select_arms(paper_arms(), letters))
 
 
+def amendments_line(amendments: Sequence[dict]) -> str:
+    """What resumes changed, for the report's first paragraph ('' when nothing)."""
+    left = [f'{", ".join(m["leave_out"])} ({m["at"]})' for m in amendments if m.get('leave_out')]
+    return (' Left out by a resume (not trained or rolled out; the normaliser is still fitted '
+            f'on the data of every arm of the run): {"; ".join(left)}.' if left else '')
+
+
 def experiment_report(out: Path, scale_name: str, cfg, scale, results: dict[str, dict],
-                      timings: dict[str, float], commands: list[str]) -> str:
+                      timings: dict[str, float], commands: list[str],
+                      amendments: Sequence[dict] = ()) -> str:
     """The whole report: the settings, the experiment's tables first, then every stage."""
     order = ('record', 'twin', 'ground_truth', 'neural_sim', 'video')
     lines = ['# ComSim main job: the paper\'s experiment on the bench lab', '',
@@ -367,7 +376,8 @@ def experiment_report(out: Path, scale_name: str, cfg, scale, results: dict[str,
              + (f' for {scale.policy_steps} steps' if scale.policy_steps else '')
              + (f', co-trained arms drawing {100 * cfg.generated_share:g} % of their samples '
                 f'from generated data' if co_trained(scale.arms) else '')
-             + f'; neural simulator {scale.neural_sim_steps} training steps.', '']
+             + f'; neural simulator {scale.neural_sim_steps} training steps.'
+             + amendments_line(amendments), '']
     if 'policy' in results:
         lines.append(results['policy']['section'])
     else:

@@ -8,11 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from comsim_core.errors import UserError
 from comsim_core.experiment.config import ExperimentConfig, ExperimentConfigError
 from comsim_core.experiment.run import (
     Run,
     RunMismatchError,
     RunRecordError,
+    run_amendments,
+    run_options,
     run_settings,
     stage_result,
 )
@@ -116,15 +119,18 @@ def test_a_bad_scale_names_the_file_and_key(tmp_path):
         ExperimentConfig.load(bad)
 
 
-def finished_run(tmp_path: Path) -> Path:
-    """A run folder whose every stage has its record: what a completed run leaves."""
+def finished_run(tmp_path: Path, argv: tuple[str, ...] = ('--scale', 'reduced'),
+                 options: bool = False, until: str | None = None) -> Path:
+    """A run folder whose every stage (up to ``until``) has its record: what a completed run
+    leaves; with ``options`` it keeps the options it started with, as the main job does."""
     sys.path.insert(0, str(ROOT / 'scripts'))
     import main_job  # noqa: PLC0415
 
     out = tmp_path / 'run'
-    args = main_job.parse_args(['--scale', 'reduced'])
+    args = main_job.parse_args(list(argv))
     cfg, scale = main_job.experiment_settings(args)
-    run = Run(out, main_job.settings(args, cfg, scale))
+    run = Run(out, main_job.settings(args, cfg, scale),
+              main_job.stored_options(args) if options else None)
     trials = [{'arm': a, 'task': 'move_card', 'cell': 'id', 'seed': 1000 + i,
                'success': a == 'C' and i < 3} for a in ('A', 'C') for i in range(4)]
     records = {
@@ -138,7 +144,64 @@ def finished_run(tmp_path: Path) -> Path:
                    'section': '## The experiment\n\n| A: 10 real | 0/4 |\n'}}
     for name, result in records.items():
         run.stage(name, lambda r=result: r)
+        if name == until:
+            break
     return out
+
+
+def main_job_cli(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / 'scripts' / 'main_job.py'), *argv],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def test_a_resume_takes_the_runs_own_options_and_refuses_others(tmp_path):
+    """Resuming needs only the folder: the options the run started with come from its record;
+    a different value for one of them is still another experiment, refused in one line."""
+    out = finished_run(tmp_path, ('--scale', 'reduced', '--generated-share', '0.9',
+                                  '--arms', 'A', 'C', '--policy-steps', '77'), options=True)
+    res = main_job_cli('--resume', str(out))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.count('done in an earlier run') == 6
+    assert 'for 77 steps, co-trained arms drawing 90 %' in (out / 'report.md').read_text()
+    res = main_job_cli('--resume', str(out), '--policy-steps', '78')
+    err = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(err) == 1, res.stderr
+    assert 'this run started with other settings (counts' in err[0] and '78' in err[0]
+    assert json.loads((out / 'run.json').read_text())['options']['policy_steps'] == 77
+
+
+def test_an_arm_is_left_out_by_a_resume_and_the_record_says_when(tmp_path):
+    """--leave-out drops arms a session has no time for: recorded once in run.json with its
+    time, cumulative over resumes, in the report; refused without --resume, for an arm the
+    run does not have, for every arm, and once the policy stage has finished."""
+    sys.path.insert(0, str(ROOT / 'scripts'))
+    import main_job  # noqa: PLC0415
+    import report  # noqa: PLC0415
+
+    out = finished_run(tmp_path, ('--scale', 'reduced', '--arms', 'A', 'B', 'C'), options=True,
+                       until='video')
+    args = main_job.parse_args(['--resume', str(out)], run_options(out))
+    cfg, scale = main_job.experiment_settings(args)
+    run = Run(out, main_job.settings(args, cfg, scale))
+    assert main_job.leave_out(run, scale, [], False) == set()
+    assert main_job.leave_out(run, scale, ['B'], False) == {'B'}
+    assert main_job.leave_out(run, scale, ['B'], False) == {'B'}    # once is recorded once
+    assert [m['leave_out'] for m in run_amendments(out)] == [['B']]
+    with pytest.raises(UserError, match=r"\['D'\] are not arms of this run"):
+        main_job.leave_out(run, scale, ['D'], False)
+    with pytest.raises(UserError, match='would leave no arm'):
+        main_job.leave_out(run, scale, ['A', 'C'], False)
+    with pytest.raises(UserError, match='policy stage of .* has finished'):
+        main_job.leave_out(run, scale, ['C'], True)
+    assert main_job.leave_out(Run(out, run.settings), scale, ['C'], False) == {'B', 'C'}
+    text = report.experiment_report(out, 'reduced', cfg, scale, {}, {}, [], run.amendments())
+    at = run_amendments(out)[0]['at']
+    assert f'Left out by a resume (not trained or rolled out; the normaliser is still fitted on ' \
+           f'the data of every arm of the run): B ({at}); C (' in text
+    res = main_job_cli('--out', str(tmp_path / 'new'), '--leave-out', 'B')
+    assert res.returncode == 2 and not (tmp_path / 'new').exists()
+    assert res.stderr.strip() == ('main_job: error: --leave-out: only with --resume RUN (a new '
+                                  'run names its arms with --arms)')
 
 
 def test_the_generated_share_can_be_set_on_the_command_line_and_is_a_run_setting(tmp_path):

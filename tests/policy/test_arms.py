@@ -5,7 +5,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from comsim_policy.arms import Arm, arm_specs, paper_arms, select_arms
+from comsim_policy.arms import Arm, arm_specs, normaliser_data, paper_arms, select_arms
 from comsim_policy.data.episode_arrays import EpisodeDataError
 from comsim_policy.stage import arm_config, train_policy
 from fixtures.policy_episodes import tiny_config, write_episode
@@ -55,7 +55,9 @@ def test_arms_share_one_normaliser_fitted_on_their_union(tmp_path):
     arms = [Arm('real2', 'A', {'real': 2}),
             Arm('real2_sim2', 'B', {'real': 2, 'sim': 2}, {'real': 0.5, 'sim': 0.5})]
     folders = {'real': real, 'sim': sim}
-    union = [f'{real}:real', f'{sim}:sim']
+    union = normaliser_data(arms, folders)
+    assert union == [f'{real}:real', f'{sim}:sim']
+    assert normaliser_data(arms[:1], folders) == [f'{real}:real']    # the arms name the data
     stats = []
     for arm in arms:
         c = arm_config(cfg, arm, union)

@@ -59,6 +59,13 @@ def paper_arms(n_real: int = 10, n_generated: int = 200, generated_share: float 
     )
 
 
+def normaliser_data(arms: Sequence[Arm], folders: Mapping[str, Path]) -> list[str]:
+    """What an experiment's normaliser is fitted on (``folder:source`` for every source these
+    arms use): the same for every arm it trains, also for an arm trained later or alone."""
+    used = sorted({s for arm in arms for s in arm.counts})
+    return [f'{folders[s]}:{s}' for s in used if s in folders]
+
+
 def select_arms(arms: Sequence[Arm], letters: Sequence[str] | None) -> list[Arm]:
     """The arms whose label starts with one of ``letters`` (A, A', B...); None = all."""
     if not letters:

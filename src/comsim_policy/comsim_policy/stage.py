@@ -29,7 +29,7 @@ import torch
 
 from comsim_core.episodes import EpisodeNotFoundError, find_episodes, read_meta
 
-from .arms import Arm, arm_specs
+from .arms import Arm, arm_specs, normaliser_data
 from .config import PolicyConfig
 from .training.data_setup import DataSpec
 from .training.train import train
@@ -259,6 +259,7 @@ def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
                  cache_dir: Path | str | None = None,
                  evaluation: dict | None = None,
                  arms: Sequence[Arm] | None = None,
+                 normaliser_arms: Sequence[Arm] | None = None,
                  sources: dict[str, Path] | None = None,
                  resume: bool = False,
                  allowed: Mapping[str, Collection[str]] | None = None,
@@ -270,9 +271,11 @@ def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
     ``config`` defaults to ``config/policy_train_main_job.yaml``; ``cache_dir`` (default: the
     config's, relative to the repository) keeps decoded frames between runs; ``evaluation``
     replaces keys of config/evaluation.yaml (workers, lab overrides...). ``arms`` default to
-    ``main_job_arms``; ``sources`` adds episode folders by source (sim, gt, ...) to the real
-    and pseudo-real ones. ``resume`` continues checkpoints that left a training state and
-    keeps the rollouts an interrupted evaluation journalled.
+    ``main_job_arms``; with several, the normaliser is fitted on the union of the data of
+    ``normaliser_arms`` (default: ``arms``; an experiment that trains some of its arms now
+    keeps the normaliser of all of them); ``sources`` adds episode folders by source (sim,
+    gt, ...) to the real and pseudo-real ones. ``resume`` continues checkpoints that left a
+    training state and keeps the rollouts an interrupted evaluation journalled.
     ``allowed`` limits a source to the episodes it names (the experiment: the trajectories
     that passed both the twin's and the lab's check, so B, C and E share them);
     ``unseen_variants`` (task -> object variants held out of training) are rolled out on the
@@ -304,8 +307,8 @@ def policy_stage(out: Path, real_dir: Path, pseudo_real_dir: Path | None,
         if 'pseudo_real' not in folders:
             log(f'[policy] no pseudo-real episodes ({pseudo_real_dir}): training on real only')
         arms = main_job_arms('pseudo_real' in folders, dict(cfg.train.mixture) or None)
-    used = sorted({s for arm in arms for s in arm.counts})
-    union = [f'{folders[s]}:{s}' for s in used if s in folders] if len(arms) > 1 else []
+    fitted_on = list(normaliser_arms or arms)
+    union = normaliser_data(fitted_on, folders) if len(fitted_on) > 1 else []
     runs = [(arm, task, arm_specs(arm, folders, [task], allowed), arm_config(cfg, arm, union))
             for arm in arms for task in tasks]
     eval_cfg = dataclasses.replace(

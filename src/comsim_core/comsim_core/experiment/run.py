@@ -4,7 +4,9 @@ A rerun with the same run folder reads the records back and skips those stages; 
 was interrupted left no record and runs again, and its own tools skip the outputs they had
 finished (generation, filming and translation skip complete episodes, training resumes from
 its training state). ``run.json`` keeps the settings the run started with: resuming with other
-settings would mix two experiments in one table, so it is refused.
+settings would mix two experiments in one table, so it is refused. It also keeps the options
+the run was started with (so a resume needs only the folder) and the amendments a resume made
+that leave the experiment's settings alone (an arm left out, for example), each with its time.
 """
 from __future__ import annotations
 
@@ -44,6 +46,22 @@ def run_settings(run_dir: Path) -> dict[str, Any]:
     return json.loads(path.read_text())['settings']
 
 
+def run_options(run_dir: Path) -> dict[str, Any] | None:
+    """The options the run started with, by name (None for a run that did not keep them)."""
+    path = Path(run_dir) / 'run.json'
+    if not path.is_file():
+        raise RunRecordError(f'{path}: not a main-job run folder (no run.json)')
+    return json.loads(path.read_text()).get('options')
+
+
+def run_amendments(run_dir: Path) -> list[dict[str, Any]]:
+    """What resumes changed that the settings do not hold, oldest first (``Run.amend``)."""
+    path = Path(run_dir) / 'run.json'
+    if not path.is_file():
+        raise RunRecordError(f'{path}: not a main-job run folder (no run.json)')
+    return json.loads(path.read_text()).get('amendments', [])
+
+
 def stage_record(run_dir: Path, name: str) -> Path:
     """Where a finished stage's record lies: ``stages/<name>.json``."""
     return Path(run_dir) / 'stages' / f'{name}.json'
@@ -58,7 +76,10 @@ def stage_result(run_dir: Path, name: str) -> dict[str, Any]:
 
 
 class Run:
-    def __init__(self, run_dir: Path, settings: dict[str, Any]):
+    def __init__(self, run_dir: Path, settings: dict[str, Any],
+                 options: dict[str, Any] | None = None):
+        """Start ``run_dir`` with ``settings`` (and the ``options`` that made them), or resume
+        it when it has started: then the settings must be those it started with."""
         self.dir = Path(run_dir)
         self.stages_dir = self.dir / 'stages'
         started = self.dir / 'run.json'
@@ -72,9 +93,20 @@ class Run:
                     f'{[before.get(k) for k in changed]}, now {[settings.get(k) for k in changed]}'
                     '); resume it with the same ones or start a new --out')
         else:
-            _write_json(started, {'settings': settings,
+            _write_json(started, {'settings': settings, 'options': options,
                                   'started': datetime.now(timezone.utc).isoformat()})
         self.settings = settings
+
+    def amend(self, change: dict[str, Any]) -> None:
+        """Record a change a resume makes that the settings do not hold, with its time."""
+        path = self.dir / 'run.json'
+        record = json.loads(path.read_text())
+        record.setdefault('amendments', []).append(
+            {**change, 'at': datetime.now(timezone.utc).isoformat(timespec='seconds')})
+        _write_json(path, record)
+
+    def amendments(self) -> list[dict[str, Any]]:
+        return run_amendments(self.dir)
 
     def record(self, name: str) -> Path:
         return stage_record(self.dir, name)
