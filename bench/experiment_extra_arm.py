@@ -24,7 +24,7 @@ from provenance import ROOT, torch_machine, write_result
 from comsim_core.errors import UserError, cli_main
 from comsim_core.experiment.run import run_settings, stage_result
 from comsim_core.statistics import wilson_interval
-from comsim_policy.arms import arm_specs, normaliser_data, paper_arms, select_arms
+from comsim_policy.arms import Arm, arm_specs, normaliser_data, paper_arms, select_arms
 from comsim_policy.evaluation.config import load_config as load_evaluation
 from comsim_policy.evaluation.in_process import evaluate
 from comsim_policy.evaluation.results import Evaluation, Rollout
@@ -51,7 +51,12 @@ def run_rollouts(run: Path) -> Evaluation:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--run', type=Path, required=True, help='the run folder')
-    ap.add_argument('--arm', required=True, help="an arm letter (A A' B C D E)")
+    which = ap.add_mutually_exclusive_group(required=True)
+    which.add_argument('--arm', help="an arm letter (A A' B C D E)")
+    which.add_argument('--data', nargs='+', metavar='SOURCE=N',
+                       help='a diagnostic arm on other data, e.g. gt=200 (the lab filming the '
+                            "run's generated trajectories, alone); samples in proportion to "
+                            'the windows of each source')
     ap.add_argument('--regions', nargs='+', default=['id', 'ood'])
     ap.add_argument('--threads', type=int, default=2, help='torch threads for the training')
     ap.add_argument('--out', type=Path, default=ROOT / 'bench/results/experiment_extra_arm.json')
@@ -62,7 +67,7 @@ def main(argv=None) -> int:
     stages = {n: stage_result(run, n) for n in ('twin', 'ground_truth', 'neural_sim')}
     n_gen = counts['generated']
     arms = paper_arms(counts['real'], n_gen, settings['generated_share'])
-    extra = select_arms(arms, [args.arm])[0]
+    extra = select_arms(arms, [args.arm])[0] if args.arm else diagnostic_arm(args.data)
     run_arms = select_arms(arms, counts['arms'])
     folders = {'real': run / 'episodes', 'sim': Path(stages['twin']['sim']),
                'gt': Path(stages['ground_truth']['ground_truth']),
@@ -102,6 +107,21 @@ def main(argv=None) -> int:
     print(json.dumps(results, indent=1))
     write_result(args.out, out_json, torch_machine())
     return 0
+
+
+def diagnostic_arm(data: list[str]) -> Arm:
+    """An arm outside the paper's six, from ``SOURCE=N`` words (one clear line when bad)."""
+    counts = {}
+    for word in data:
+        source, _, n = word.partition('=')
+        if not n.isdigit() or int(n) < 1:
+            raise UserError(f'--data: expected SOURCE=N with N >= 1, got {word!r}')
+        counts[source] = int(n)
+    name = '_'.join(f'{s}{n}' for s, n in counts.items())
+    try:
+        return Arm(name, 'X: ' + ' + '.join(f'{n} {s}' for s, n in counts.items()), counts)
+    except ValueError as exc:
+        raise UserError(f'--data: {exc}') from None
 
 
 def compare(mine: Evaluation, theirs: Evaluation, task: str, regions: list[str]) -> dict:
