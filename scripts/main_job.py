@@ -396,14 +396,19 @@ PATH_OPTIONS = ('config', 'reuse_episodes')
 
 def stored_options(args) -> dict:
     """The options that make the run, as ``run.json`` keeps them (so a resume needs only the
-    folder); session options (--resume, --until, --leave-out, --out) are not among them."""
-    return {k: str(v) if k in PATH_OPTIONS and v is not None else v
+    folder); session options (--resume, --until, --leave-out, --out) are not among them. Paths
+    inside the repository are kept relative to it, so another clone can resume the run."""
+    def kept(path: Path) -> str:
+        path = Path(path).resolve()
+        return str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+
+    return {k: kept(v) if k in PATH_OPTIONS and v is not None else v
             for k, v in vars(args).items() if k in RUN_OPTIONS}
 
 
 def parse_args(argv=None, stored: dict | None = None):
     """The command line; with ``stored`` (a run's options) those fill what it does not give."""
-    namespace = argparse.Namespace(**{k: Path(v) if k in PATH_OPTIONS and v is not None else v
+    namespace = argparse.Namespace(**{k: ROOT / v if k in PATH_OPTIONS and v is not None else v
                                       for k, v in (stored or {}).items() if k in RUN_OPTIONS})
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--out', type=Path, default=ROOT / 'output' / 'main_job',

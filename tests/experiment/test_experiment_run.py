@@ -167,7 +167,9 @@ def test_a_resume_takes_the_runs_own_options_and_refuses_others(tmp_path):
     err = res.stderr.strip().splitlines()
     assert res.returncode == 2 and len(err) == 1, res.stderr
     assert 'this run started with other settings (counts' in err[0] and '78' in err[0]
-    assert json.loads((out / 'run.json').read_text())['options']['policy_steps'] == 77
+    options = json.loads((out / 'run.json').read_text())['options']
+    assert options['policy_steps'] == 77
+    assert options['config'] == 'config/experiment.yaml'    # so another clone can resume it
 
 
 def test_an_arm_is_left_out_by_a_resume_and_the_record_says_when(tmp_path):
