@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'bench'))
-from experiment_extra_arm import compare, run_rollouts  # noqa: E402
+from experiment_extra_arm import compare, diagnostic_arm, run_rollouts  # noqa: E402
 
 from comsim_core.errors import UserError
 from comsim_policy.evaluation.results import Evaluation, Rollout
@@ -48,3 +48,13 @@ def test_the_runs_rollouts_come_from_results_else_the_journal(tmp_path):
     assert run_rollouts(tmp_path).rollouts == rolls
     Evaluation(rolls[:1]).save(folder / 'results.json')
     assert run_rollouts(tmp_path).rollouts == rolls[:1]
+
+
+def test_a_diagnostic_arm_is_named_for_its_data_and_bad_words_get_one_line():
+    arm = diagnostic_arm(['gt=200'])
+    assert (arm.name, arm.label, dict(arm.counts)) == ('gt200', 'X: 200 gt', {'gt': 200})
+    assert dict(diagnostic_arm(['real=10', 'gt=200']).counts) == {'real': 10, 'gt': 200}
+    with pytest.raises(UserError, match="expected SOURCE=N with N >= 1, got 'gt=0'"):
+        diagnostic_arm(['gt=0'])
+    with pytest.raises(UserError, match=r"unknown sources \['film'\]"):
+        diagnostic_arm(['film=3'])
