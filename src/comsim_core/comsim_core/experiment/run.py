@@ -38,28 +38,26 @@ class RunRecordError(UserError):
     """A run folder lacks the record a reader asked for (not a run, or a stage not finished)."""
 
 
-def run_settings(run_dir: Path) -> dict[str, Any]:
-    """The settings a run started with (``run.json``), for tools that read a run, not resume it."""
+def _run_record(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / 'run.json'
     if not path.is_file():
         raise RunRecordError(f'{path}: not a main-job run folder (no run.json)')
-    return json.loads(path.read_text())['settings']
+    return json.loads(path.read_text())
+
+
+def run_settings(run_dir: Path) -> dict[str, Any]:
+    """The settings a run started with (``run.json``), for tools that read a run, not resume it."""
+    return _run_record(run_dir)['settings']
 
 
 def run_options(run_dir: Path) -> dict[str, Any] | None:
     """The options the run started with, by name (None for a run that did not keep them)."""
-    path = Path(run_dir) / 'run.json'
-    if not path.is_file():
-        raise RunRecordError(f'{path}: not a main-job run folder (no run.json)')
-    return json.loads(path.read_text()).get('options')
+    return _run_record(run_dir).get('options')
 
 
 def run_amendments(run_dir: Path) -> list[dict[str, Any]]:
     """What resumes changed that the settings do not hold, oldest first (``Run.amend``)."""
-    path = Path(run_dir) / 'run.json'
-    if not path.is_file():
-        raise RunRecordError(f'{path}: not a main-job run folder (no run.json)')
-    return json.loads(path.read_text()).get('amendments', [])
+    return _run_record(run_dir).get('amendments', [])
 
 
 def stage_record(run_dir: Path, name: str) -> Path:
@@ -99,11 +97,10 @@ class Run:
 
     def amend(self, change: dict[str, Any]) -> None:
         """Record a change a resume makes that the settings do not hold, with its time."""
-        path = self.dir / 'run.json'
-        record = json.loads(path.read_text())
+        record = _run_record(self.dir)
         record.setdefault('amendments', []).append(
             {**change, 'at': datetime.now(timezone.utc).isoformat(timespec='seconds')})
-        _write_json(path, record)
+        _write_json(self.dir / 'run.json', record)
 
     def amendments(self) -> list[dict[str, Any]]:
         return run_amendments(self.dir)
