@@ -44,7 +44,7 @@ import yaml
 
 from comsim_core.errors import UserError, cli_main
 from comsim_core.experiment.config import ExperimentConfig, ExperimentConfigError, Scale
-from comsim_core.experiment.run import Run, run_options, run_settings
+from comsim_core.experiment.run import Run, run_options
 from comsim_core.experiment.table import Trial
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -337,7 +337,7 @@ def policy_stage(out: Path, episodes_dir: Path, data: dict, cfg: ExperimentConfi
     from comsim_policy.stage import policy_stage as run_stage
 
     run_arms = select_arms(paper_arms(scale.real, n_generated, cfg.generated_share), scale.arms)
-    arms = [a for a in run_arms if a.label.split(':')[0] not in left_out]
+    arms = select_arms(run_arms, [a for a in scale.arms if a not in left_out])
     names = {n for ns in data['trajectories'].values() for n in ns}
     sources = {'sim': Path(data['sim']), 'gt': Path(data['ground_truth'])}
     pol = run_stage(out / 'policy_stage', episodes_dir, data.get('pseudo_real') and
@@ -458,8 +458,7 @@ def experiment_settings(args) -> tuple[ExperimentConfig, Scale]:
 
 
 def run_dir(args) -> Path:
-    if args.resume:
-        run_settings(args.resume)           # one clear line if it is not a run folder
+    if args.resume:             # main read its run.json: a run folder
         return args.resume
     out = args.out / datetime.now().strftime('%Y%m%d-%H%M%S')
     out.mkdir(parents=True)

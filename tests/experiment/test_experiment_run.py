@@ -217,9 +217,7 @@ def test_the_generated_share_can_be_set_on_the_command_line_and_is_a_run_setting
     plain = main_job.parse_args(['--scale', 'paper'])
     with pytest.raises(RunMismatchError, match='generated_share'):
         Run(tmp_path / 'run', main_job.settings(plain, *main_job.experiment_settings(plain)))
-    res = subprocess.run([sys.executable, str(ROOT / 'scripts' / 'main_job.py'),
-                          '--out', str(tmp_path / 'x'), '--generated-share', '1.5'],
-                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    res = main_job_cli('--out', str(tmp_path / 'x'), '--generated-share', '1.5')
     assert res.returncode == 2 and not (tmp_path / 'x').exists()
     assert res.stderr.strip() == 'main_job: error: --generated-share: must be in (0, 1), got 1.5'
     import report  # noqa: PLC0415
@@ -233,8 +231,7 @@ def test_the_generated_share_can_be_set_on_the_command_line_and_is_a_run_setting
 
 def test_the_main_job_resumes_a_finished_run_without_running_a_stage(tmp_path):
     out = finished_run(tmp_path)
-    res = subprocess.run([sys.executable, str(ROOT / 'scripts' / 'main_job.py'), '--resume',
-                          str(out)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    res = main_job_cli('--resume', str(out))
     assert res.returncode == 0, res.stderr
     assert res.stdout.count('done in an earlier run') == 6
     text = (out / 'report.md').read_text()
@@ -245,9 +242,7 @@ def test_the_main_job_resumes_a_finished_run_without_running_a_stage(tmp_path):
 
 def test_the_main_job_refuses_to_resume_with_another_scale(tmp_path):
     out = finished_run(tmp_path)
-    res = subprocess.run([sys.executable, str(ROOT / 'scripts' / 'main_job.py'), '--resume',
-                          str(out), '--scale', 'paper'], capture_output=True, text=True,
-                         cwd=ROOT, timeout=120)
+    res = main_job_cli('--resume', str(out), '--scale', 'paper')
     assert res.returncode == 2
     err = res.stderr.strip().splitlines()
     assert len(err) == 1 and 'this run started with other settings' in err[0], res.stderr
