@@ -4,11 +4,13 @@ the run's arms, the same trajectories and the same layout seeds, so its rollouts
 run's (exact McNemar against each of them).
 
     .venv/bin/python bench/experiment_extra_arm.py --run output/main_job/<run> --arm B \\
-        [--regions id ood] [--out bench/results/experiment_extra_arm.json]
+        [--regions id ood] [--policy-steps N] [--out bench/results/experiment_extra_arm_<arm>.json]
 
 Why: a session's machine fits only some of the six arms at the recipe's steps; an arm the run
-left out can be added afterwards without retraining the others. The checkpoint and rollouts go
-into ``<run>/policy_stage/extra/``; the run's own folders and report are not touched.
+left out can be added afterwards without retraining the others. ``--policy-steps`` trains it at
+another step count instead (a run arm again at more steps separates the budget from the data).
+The checkpoint and rollouts go into ``<run>/policy_stage/extra/<arm>[_steps<N>]/``, one folder per
+arm so two can run side by side; the run's own folders and report are not touched.
 """
 from __future__ import annotations
 
@@ -59,7 +61,9 @@ def main(argv=None) -> int:
                             'the windows of each source')
     ap.add_argument('--regions', nargs='+', default=['id', 'ood'])
     ap.add_argument('--threads', type=int, default=2, help='torch threads for the training')
-    ap.add_argument('--out', type=Path, default=ROOT / 'bench/results/experiment_extra_arm.json')
+    ap.add_argument('--policy-steps', type=int, help="training steps (default: the run's)")
+    ap.add_argument('--out', type=Path,
+                    help='result JSON (default bench/results/experiment_extra_arm_<folder>.json)')
     args = ap.parse_args(argv)
     run = args.run.resolve()
     settings = run_settings(run)
@@ -80,9 +84,14 @@ def main(argv=None) -> int:
     recipe = load_stage_config(ROOT / counts['policy_config'])
     recipe.train.device = 'cpu'
     recipe.train.cache_dir = str(run / 'policy_stage' / 'cache')
-    if counts.get('policy_steps'):
-        recipe.train.max_steps = int(counts['policy_steps'])
-    out = run / 'policy_stage' / 'extra'
+    if args.policy_steps is not None and args.policy_steps < 1:
+        raise UserError(f'--policy-steps: expected a step count >= 1, got {args.policy_steps}')
+    steps = args.policy_steps or counts.get('policy_steps')
+    if steps:
+        recipe.train.max_steps = int(steps)
+    name = extra_folder(extra, args.policy_steps)
+    out = run / 'policy_stage' / 'extra' / name
+    result_json = args.out or ROOT / f'bench/results/experiment_extra_arm_{name}.json'
     t0 = time.monotonic()
     results = {}
     with single_thread_cpu():
@@ -102,11 +111,16 @@ def main(argv=None) -> int:
             results[task] = compare(mine, theirs, task, args.regions)
             results[task].update(steps=trained.steps, train_s=round(train_s),
                                  val_action_mae=trained.val_action_mae_by_name)
-    out_json = {'run': str(run), 'arm': extra.label, 'settings': settings,
-                'wall_s': round(time.monotonic() - t0), 'tasks': results}
+    out_json = {'run': str(run), 'arm': extra.label, 'policy_steps': recipe.train.max_steps,
+                'settings': settings, 'wall_s': round(time.monotonic() - t0), 'tasks': results}
     print(json.dumps(results, indent=1))
-    write_result(args.out, out_json, torch_machine())
+    write_result(result_json, out_json, torch_machine())
     return 0
+
+
+def extra_folder(arm: Arm, policy_steps: int | None) -> str:
+    """The added arm's folder name: its name, and the step count when it is not the run's."""
+    return arm.name + (f'_steps{policy_steps}' if policy_steps else '')
 
 
 def diagnostic_arm(data: list[str]) -> Arm:

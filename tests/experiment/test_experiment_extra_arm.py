@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'bench'))
-from experiment_extra_arm import compare, diagnostic_arm, run_rollouts  # noqa: E402
+from experiment_extra_arm import (  # noqa: E402
+    compare, diagnostic_arm, extra_folder, run_rollouts)
 
 from comsim_core.errors import UserError
 from comsim_policy.evaluation.results import Evaluation, Rollout
@@ -58,3 +59,9 @@ def test_a_diagnostic_arm_is_named_for_its_data_and_bad_words_get_one_line():
         diagnostic_arm(['gt=0'])
     with pytest.raises(UserError, match=r"unknown sources \['film'\]"):
         diagnostic_arm(['film=3'])
+
+
+def test_each_added_arm_has_its_own_folder_and_a_step_count_names_it():
+    arm = diagnostic_arm(['gt=200'])
+    assert extra_folder(arm, None) == 'gt200'
+    assert extra_folder(arm, 10000) == 'gt200_steps10000'
