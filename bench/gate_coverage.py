@@ -25,6 +25,7 @@ from provenance import add_out_argument, machine, write_result
 from comsim_bench_lab.sim_env import BenchLabEnvironment
 from comsim_core.episodes.generated_layout import generated_layout, object_starts
 from comsim_core.episodes.sidecar import counts_as_success, read_sidecar
+from comsim_core.errors import UserError, cli_main
 
 
 def training_starts(episodes: Path, name: str) -> list[list[float]]:
@@ -37,9 +38,12 @@ def training_starts(episodes: Path, name: str) -> list[list[float]]:
             continue
         objects = object_starts(generated_layout(path))
         if name not in objects:
-            raise SystemExit(f'gate_coverage: {path} (or the sim episode it films) lays out no '
+            raise UserError(f'{path} (or the sim episode it films) lays out no '
                              f'{name!r}; it has {sorted(objects)}')
         out.append(objects[name][:2])
+    if not out:
+        raise UserError(f'{episodes}: no filmed episode that training reads '
+                         '(expected <episode>/episode.yaml with a lab success under it)')
     return out
 
 
@@ -59,7 +63,8 @@ def binned(values: np.ndarray, edges: list[float]) -> np.ndarray:
     return np.clip(np.digitize(values, edges) - 1, -1, len(edges) - 1)
 
 
-def main() -> int:
+@cli_main('gate_coverage')
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--episodes', type=Path, required=True, help='the filmed (gt) episodes')
     ap.add_argument('--results', type=Path, nargs='+', required=True,
@@ -69,7 +74,7 @@ def main() -> int:
     ap.add_argument('--edges', type=float, nargs='+',
                     default=[-0.40, -0.20, 0.0, 0.17, 0.25, 0.30, 0.37, 0.45])
     add_out_argument(ap, __file__)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     axis = 'xy'.index(args.axis)
     bins = [f'[{a:g}, {b:g})' for a, b in zip(args.edges[:-1], args.edges[1:], strict=False)]
     train = np.asarray(training_starts(args.episodes, args.object))[:, axis]
