@@ -1,13 +1,15 @@
-"""One training step of the shipped policy recipe: torch threads, and the optimiser's kernels.
+"""One training step of the shipped policy recipe: torch threads, the optimiser's kernels and the
+image encoder's memory layout.
 
     .venv/bin/python bench/policy_train_step.py [--steps 20] [--threads 1 2]
 
 Times forward, backward, gradient clipping, AdamW and the EMA update on a synthetic batch at the
 recipe's sizes (config/policy_train.yaml: two 240x320 cameras cropped to 90x120, two observation
 steps, batch 32), no data loading. Variants: AdamW and EMA as they were (per-tensor ops; the
-baseline), and fused AdamW with the foreach EMA (``comsim_policy.training.train``), each at
+baseline) on NCHW activations; fused AdamW with the foreach EMA (``comsim_policy.training.train``)
+on NCHW; and the shipped step, fused on channels-last activations (``ResNetEncoder``), each at
 every thread count given. The variants alternate within a round so drift on a shared machine
-hits both alike.
+hits them alike.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from provenance import ROOT, add_out_argument, torch_machine, write_result
 
 from comsim_policy.config import PolicyConfig
 from comsim_policy.model.policy import DiffusionPolicyModel
+from comsim_policy.model.vision import ResNetEncoder
 from comsim_policy.schedulers import train_scheduler
 from comsim_policy.training.train import optimisation_step, policy_ema, policy_optimizer
 
@@ -51,26 +54,31 @@ def main() -> int:
     b, h, w = cfg.train.batch_size, *cfg.crop_size
     batch = {'images': {k: torch.randint(0, 255, (b, cfg.n_obs_steps, 3, h, w),
                                          dtype=torch.uint8) for k in cfg.camera_keys},
-             'state': torch.randn(b, cfg.n_obs_steps, len(cfg.joint_names)),
+             'state': torch.randn(b, cfg.n_obs_steps, cfg.state_dim),
              'action': torch.randn(b, cfg.horizon, cfg.action_dim)}
-    variants = {'per_tensor': variant(model, False), 'fused': variant(model, True)}
+    nchw, nhwc = torch.contiguous_format, torch.channels_last
+    variants = {'per_tensor': (*variant(model, False), nchw),
+                'fused_nchw': (*variant(model, True), nchw),
+                'fused': (*variant(model, True), nhwc)}
 
-    def step(opt, ema) -> None:
+    def step(opt, ema, memory_format) -> None:
+        ResNetEncoder.memory_format = memory_format
         optimisation_step(model, batch, sched, opt, ema)
 
     ms: dict[str, list[float]] = {}
     for threads in args.threads:
         torch.set_num_threads(threads)
-        for name, (opt, ema) in variants.items():       # warm-up
+        for name, v in variants.items():       # warm-up
             for _ in range(3):
-                step(opt, ema)
+                step(*v)
         for _ in range(args.rounds):
-            for name, (opt, ema) in variants.items():
+            for name, v in variants.items():
                 t = time.perf_counter()
                 for _ in range(args.steps):
-                    step(opt, ema)
+                    step(*v)
                 ms.setdefault(f'{name}_{threads}t', []).append(
                     (time.perf_counter() - t) / args.steps * 1000)
+    ResNetEncoder.memory_format = nhwc
     result = {k: round(statistics.median(v), 1) for k, v in ms.items()}
     base = result[f'per_tensor_{args.threads[0]}t']
     ratios = {k: round(base / v, 2) for k, v in result.items()}
