@@ -149,27 +149,6 @@ def test_fewer_vision_stages_read_keypoints_from_a_finer_map():
         cfg.validate()
 
 
-def test_channels_last_encoding_equals_nchw_and_leaves_the_weights_contiguous(monkeypatch):
-    """The encoder runs on channels-last activations for speed: same features to float
-    rounding, same gradients, and weights a safetensors checkpoint can still hold."""
-    from comsim_policy.model.vision import ResNetEncoder
-
-    torch.manual_seed(0)
-    enc = ResNetEncoder(8, 4, stages=2)
-    x = torch.randn(4, 3, 90, 120)
-    grads = {}
-    for fmt in (torch.contiguous_format, torch.channels_last):
-        monkeypatch.setattr(ResNetEncoder, 'memory_format', fmt)
-        enc.zero_grad()
-        y = enc(x)
-        y.square().sum().backward()
-        grads[fmt] = (y.detach(), enc.stem[0].weight.grad.clone())
-    (y0, g0), (y1, g1) = grads.values()
-    torch.testing.assert_close(y1, y0, rtol=1e-4, atol=1e-5)
-    torch.testing.assert_close(g1, g0, rtol=1e-3, atol=1e-4)
-    assert all(p.is_contiguous() for p in enc.parameters())
-
-
 def test_state_steps_sets_which_joint_states_the_network_sees():
     from comsim_policy.model.policy import DiffusionPolicyModel
 
