@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from provenance import add_out_argument, torch_machine, write_result
 
+from comsim_core.robot.model import RobotModel
 from comsim_policy.config import PolicyConfig
 from comsim_policy.inference import PolicyRunner, default_device, optimize
 from comsim_policy.model.policy import DiffusionPolicyModel
@@ -44,17 +45,27 @@ GPU_CONFIGS = ['config/policy_train_gpu.yaml']
 
 def observations(cfg: PolicyConfig, n: int, seed: int = 0) -> list[tuple[dict, np.ndarray]]:
     rng = np.random.default_rng(seed)
+    # joint states about the arm's home pose (an end-effector chunk's IK starts from them)
+    home = RobotModel.load(cfg.robot_model or None).home[:len(cfg.joint_names)]
     return [({c: rng.integers(0, 255, (cfg.n_obs_steps, 240, 320, 3), dtype=np.uint8)
               for c in cfg.camera_topics},
-             rng.normal(size=(cfg.n_obs_steps, len(cfg.joint_names)))) for _ in range(n)]
+             home + 0.02 * rng.normal(size=(cfg.n_obs_steps, len(cfg.joint_names))))
+            for _ in range(n)]
+
+
+def motions(cfg: PolicyConfig, rng: np.random.Generator) -> np.ndarray:
+    """64 states or actions for the normaliser: joint angles, or tool poses on the table in
+    reach (x, y, z, yaw, gripper), so that an end-effector chunk's IK converges."""
+    if cfg.action_space != 'end_effector':
+        return rng.normal(size=(64, cfg.action_dim))
+    return rng.uniform([0.30, -0.15, 0.03, -0.5, 0.0], [0.45, 0.15, 0.12, 0.5, 0.04], (64, 5))
 
 
 def build(cfg: PolicyConfig, device: torch.device, compile_: bool) -> dict[str, PolicyRunner]:
     torch.manual_seed(0)
     model = DiffusionPolicyModel(cfg)
     rng = np.random.default_rng(0)
-    j = len(cfg.joint_names)
-    model.normalizer = PolicyNormalizer.fit(rng.normal(size=(64, j)), rng.normal(size=(64, j)))
+    model.normalizer = PolicyNormalizer.fit(motions(cfg, rng), motions(cfg, rng))
     state = model.state_dict()
 
     def runner(fast: bool, nchw: bool = False) -> PolicyRunner:

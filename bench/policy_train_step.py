@@ -1,15 +1,13 @@
-"""One training step of the shipped policy recipe: torch threads, the optimiser's kernels and the
-image encoder's memory layout.
+"""One training step of the shipped policy recipe: torch threads, and the optimiser's kernels.
 
     .venv/bin/python bench/policy_train_step.py [--steps 20] [--threads 1 2]
 
 Times forward, backward, gradient clipping, AdamW and the EMA update on a synthetic batch at the
 recipe's sizes (config/policy_train.yaml: two 240x320 cameras cropped to 90x120, two observation
 steps, batch 32), no data loading. Variants: AdamW and EMA as they were (per-tensor ops; the
-baseline) on NCHW activations; fused AdamW with the foreach EMA (``comsim_policy.training.train``)
-on NCHW; and the shipped step, fused on channels-last activations (``ResNetEncoder``), each at
+baseline), and fused AdamW with the foreach EMA (``comsim_policy.training.train``), each at
 every thread count given. The variants alternate within a round so drift on a shared machine
-hits them alike.
+hits both alike.
 """
 from __future__ import annotations
 
@@ -25,7 +23,6 @@ from provenance import ROOT, add_out_argument, torch_machine, write_result
 
 from comsim_policy.config import PolicyConfig
 from comsim_policy.model.policy import DiffusionPolicyModel
-from comsim_policy.model.vision import ResNetEncoder
 from comsim_policy.schedulers import train_scheduler
 from comsim_policy.training.train import optimisation_step, policy_ema, policy_optimizer
 
@@ -56,29 +53,24 @@ def main() -> int:
                                          dtype=torch.uint8) for k in cfg.camera_keys},
              'state': torch.randn(b, cfg.n_obs_steps, cfg.state_dim),
              'action': torch.randn(b, cfg.horizon, cfg.action_dim)}
-    nchw, nhwc = torch.contiguous_format, torch.channels_last
-    variants = {'per_tensor': (*variant(model, False), nchw),
-                'fused_nchw': (*variant(model, True), nchw),
-                'fused': (*variant(model, True), nhwc)}
+    variants = {'per_tensor': variant(model, False), 'fused': variant(model, True)}
 
-    def step(opt, ema, memory_format) -> None:
-        ResNetEncoder.memory_format = memory_format
+    def step(opt, ema) -> None:
         optimisation_step(model, batch, sched, opt, ema)
 
     ms: dict[str, list[float]] = {}
     for threads in args.threads:
         torch.set_num_threads(threads)
-        for name, v in variants.items():       # warm-up
+        for name, (opt, ema) in variants.items():       # warm-up
             for _ in range(3):
-                step(*v)
+                step(opt, ema)
         for _ in range(args.rounds):
-            for name, v in variants.items():
+            for name, (opt, ema) in variants.items():
                 t = time.perf_counter()
                 for _ in range(args.steps):
-                    step(*v)
+                    step(opt, ema)
                 ms.setdefault(f'{name}_{threads}t', []).append(
                     (time.perf_counter() - t) / args.steps * 1000)
-    ResNetEncoder.memory_format = nhwc
     result = {k: round(statistics.median(v), 1) for k, v in ms.items()}
     base = result[f'per_tensor_{args.threads[0]}t']
     ratios = {k: round(base / v, 2) for k, v in result.items()}

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'bench'))
-from experiment_extra_arm import (  # noqa: E402
-    compare, diagnostic_arm, extra_folder, run_rollouts)
+from experiment_extra_arm import compare, diagnostic_arm, extra_folder, run_rollouts  # noqa: E402
 
 from comsim_core.errors import UserError
 from comsim_policy.evaluation.results import Evaluation, Rollout

@@ -65,15 +65,7 @@ class ResNetEncoder(nn.Module):
     the map the keypoints are read from (96x128 input: 3x4 with all four, 6x8 with three).
     ``head_relu`` puts a ReLU after the linear (the original ComSim head; see
     ``ModelConfig.encoder_head_relu``).
-
-    The convolutions run on channels-last (NHWC) activations: oneDNN's CPU kernels for them
-    train the shipped encoder ~25 % faster and infer ~30 % faster than on NCHW, with the same
-    results to float rounding (``bench/policy_train_step.py``). The weights stay in the default
-    layout, so checkpoints are unchanged. ``memory_format`` is the knob (the benchmark's
-    baseline sets ``torch.contiguous_format``).
     """
-
-    memory_format = torch.channels_last
 
     def __init__(self, width: int = 64, num_keypoints: int = 32, out_dim: int | None = None,
                  head_relu: bool = False, stages: int = 4) -> None:
@@ -97,5 +89,4 @@ class ResNetEncoder(nn.Module):
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """(B, 3, H, W) normalised float -> (B, out_dim)."""
-        images = images.contiguous(memory_format=self.memory_format)
         return self.head(self.pool(self.stages(self.stem(images))))
