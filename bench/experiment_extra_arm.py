@@ -62,6 +62,10 @@ def main(argv=None) -> int:
     ap.add_argument('--regions', nargs='+', default=['id', 'ood'])
     ap.add_argument('--threads', type=int, default=2, help='torch threads for the training')
     ap.add_argument('--policy-steps', type=int, help="training steps (default: the run's)")
+    ap.add_argument('--pseudo-real', type=Path,
+                    help="pseudo-real episodes to use instead of the run's (another neural "
+                         "simulator's translations of the same trajectories); the arm's folder "
+                         'gets the suffix _pr-<parent folder name>')
     ap.add_argument('--out', type=Path,
                     help='result JSON (default bench/results/experiment_extra_arm_<folder>.json)')
     args = ap.parse_args(argv)
@@ -76,6 +80,10 @@ def main(argv=None) -> int:
     folders = {'real': run / 'episodes', 'sim': Path(stages['twin']['sim']),
                'gt': Path(stages['ground_truth']['ground_truth']),
                'pseudo_real': Path(stages['neural_sim']['pseudo_real'])}
+    if args.pseudo_real is not None:
+        if not args.pseudo_real.is_dir():
+            raise UserError(f'--pseudo-real: no folder at {args.pseudo_real}')
+        folders['pseudo_real'] = args.pseudo_real.resolve()
     names = {n for ns in stages['ground_truth']['trajectories'].values() for n in ns}
     allowed = {s: names for s in ('sim', 'pseudo_real', 'gt')}
     # The run's normaliser: fitted on the sources of the run's arms (the generated sources
@@ -89,7 +97,7 @@ def main(argv=None) -> int:
     steps = args.policy_steps or counts.get('policy_steps')
     if steps:
         recipe.train.max_steps = int(steps)
-    name = extra_folder(extra, args.policy_steps)
+    name = extra_folder(extra, args.policy_steps, args.pseudo_real)
     out = run / 'policy_stage' / 'extra' / name
     result_json = args.out or ROOT / f'bench/results/experiment_extra_arm_{name}.json'
     t0 = time.monotonic()
@@ -118,9 +126,11 @@ def main(argv=None) -> int:
     return 0
 
 
-def extra_folder(arm: Arm, policy_steps: int | None) -> str:
-    """The added arm's folder name: its name, and the step count when it is not the run's."""
-    return arm.name + (f'_steps{policy_steps}' if policy_steps else '')
+def extra_folder(arm: Arm, policy_steps: int | None, pseudo_real: Path | None = None) -> str:
+    """The added arm's folder name: its name, the step count when it is not the run's, and
+    the pseudo-real folder's parent when those are not the run's translations."""
+    return (arm.name + (f'_steps{policy_steps}' if policy_steps else '')
+            + (f'_pr-{pseudo_real.resolve().parent.name}' if pseudo_real else ''))
 
 
 def diagnostic_arm(data: list[str]) -> Arm:

@@ -64,3 +64,5 @@ def test_each_added_arm_has_its_own_folder_and_a_step_count_names_it():
     arm = diagnostic_arm(['gt=200'])
     assert extra_folder(arm, None) == 'gt200'
     assert extra_folder(arm, 10000) == 'gt200_steps10000'
+    assert (extra_folder(arm, 10000, Path('/work/ns_mirror/pseudo_real'))
+            == 'gt200_steps10000_pr-ns_mirror')
