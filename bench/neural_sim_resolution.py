@@ -8,6 +8,11 @@ in the policy's pixels against the run's ground truth per lab region: PSNR, SSIM
 found, object px. The run's own ``composed + sim detail`` translations are scored beside them
 as the baseline of the same session. Reads only the run's folders; writes under ``--work``.
 
+The video table's trajectories are mostly recoloured (a hue the pairs never show), while the
+policy is scored on the lab's own object colours: ``--plain-per-region N`` adds N trajectories
+per lab region whose objects keep their default colours (groups ``id plain``, ``ood plain``),
+filmed by the bench lab here (with object positions) once, under ``--work/ground_truth``.
+
     .venv/bin/python bench/neural_sim_resolution.py --run /work/paper/latest --steps 1000 \\
         --variant res96 height=96 width=128 patch_size=16 sim_detail=false \\
         --variant res96_conv height=96 width=128 patch_size=16 sim_detail=false skip_kernel=3
@@ -27,7 +32,7 @@ import yaml
 from provenance import ROOT, add_out_argument, torch_machine, write_result
 
 from comsim_core.errors import UserError, cli_main
-from comsim_core.experiment.run import stage_result
+from comsim_core.experiment.run import run_settings, stage_result
 from comsim_neural_sim.config import NeuralSimConfig
 from comsim_neural_sim.data.clips import load_paired_dir
 from comsim_neural_sim.evaluation.generated import evaluate_generated
@@ -53,16 +58,53 @@ def parse_variant(tokens: list[str]) -> tuple[str, dict]:
     return name, changes
 
 
-def score(folder: Path, names_by_region: dict[str, list[str]], truth: Path, work: Path,
-          pixels: tuple[int, int]) -> dict:
-    """Per region: the evaluator's mean row (translated and sim columns); its per-episode
-    rows go to ``work/eval_<region>``."""
+def plain_episodes(run: Path, sim_dir: Path, exclude: set[str], per_region: int
+                   ) -> dict[str, list[str]]:
+    """Up to ``per_region`` of the run's filmed trajectories per lab region (``id``, ``ood``)
+    whose objects were not recoloured, in name order, none of ``exclude``."""
+    from comsim_bench_lab.config import LabConfig
+    from comsim_bench_lab.scoring import layout_region
+    from comsim_core.episodes import read_meta
+    from comsim_core.episodes.generated_layout import generated_layout, object_starts
+
+    lab = LabConfig.load(ROOT / 'config/bench_lab/lab.yaml')
+    picked: dict[str, list[str]] = {'id plain': [], 'ood plain': []}
+    for task, names in stage_result(run, 'ground_truth')['trajectories'].items():
+        for name in sorted(set(names) - exclude):
+            path = sim_dir / task / name
+            layout = generated_layout(path) or {}
+            if layout.get('recoloured', True):
+                continue
+            region = layout_region(lab, str(read_meta(path).task), object_starts(layout))
+            group = picked.get(f'{region} plain')
+            if group is not None and len(group) < per_region:
+                group.append(name)
+    return picked
+
+
+def film(sims: list[Path], truth: Path, camera_hz: float) -> None:
+    """The bench lab's filming of ``sims`` (with object positions) into ``truth``; an
+    episode already filmed there is kept."""
+    from comsim_bench_lab.ground_truth import GroundTruthRenderer
+
+    todo = [p for p in sims if not (truth / p.name / 'positions.json').is_file()]
+    if todo:
+        with GroundTruthRenderer(ROOT / 'config/bench_lab/lab.yaml',
+                                 ROOT / 'config/bench_lab/realism.yaml') as renderer:
+            for p in todo:
+                renderer.render(p, truth, rate_hz=camera_hz)
+
+
+def score(folder: Path, names_by_region: dict[str, list[str]], truths: dict[str, Path],
+          work: Path, pixels: tuple[int, int]) -> dict:
+    """Per region: the evaluator's mean row (translated and sim columns) against that
+    region's ground truth; its per-episode rows go to ``work/eval_<region>``."""
     out = {}
     for region, names in names_by_region.items():
         if not names:
             continue
-        res = evaluate_generated([folder / n for n in names], truth,
-                                 work / f'eval_{region}', log=lambda m: None,
+        res = evaluate_generated([folder / n for n in names], truths[region],
+                                 work / f"eval_{region.replace(' ', '_')}", log=lambda m: None,
                                  pixels=pixels)
         out[region] = {k: res.mean.get(k) for k in (
             'translated_psnr', 'translated_ssim', 'translated_found', 'translated_obj_px',
@@ -79,6 +121,8 @@ def main(argv=None) -> int:
     ap.add_argument('--sample-steps', type=int, default=4)
     ap.add_argument('--train-only', action='store_true',
                     help='train the variants (needs only the twin stage) and stop')
+    ap.add_argument('--plain-per-region', type=int, default=0, metavar='N',
+                    help='also score N trajectories per lab region with default object colours')
     ap.add_argument('--variant', nargs='+', action='append', default=[], metavar='NAME K=V')
     add_out_argument(ap, __file__)
     args = ap.parse_args(argv)
@@ -88,14 +132,21 @@ def main(argv=None) -> int:
     names_by_region = {} if args.train_only else stage_result(run, 'video')['episodes']
     twin = stage_result(run, 'twin')
     sim_dir, paired = Path(twin['sim']), Path(twin['paired'])
-    truth = run / 'video' / 'ground_truth'
+    truths = {r: run / 'video' / 'ground_truth' for r in names_by_region}
+    if args.plain_per_region > 0 and not args.train_only:
+        plain = plain_episodes(run, sim_dir, {n for ns in names_by_region.values() for n in ns},
+                               args.plain_per_region)
+        film([next(sim_dir.glob(f'*/{n}')) for ns in plain.values() for n in ns],
+             args.work / 'ground_truth', float(run_settings(run)['camera_hz']))
+        names_by_region = {**names_by_region, **plain}
+        truths.update({r: args.work / 'ground_truth' for r in plain})
     pixels = tuple(PolicyConfig.from_yaml(ROOT / 'config' / 'policy_train.yaml').image_size)
     sims = [next(sim_dir.glob(f'*/{n}')) for names in names_by_region.values() for n in names]
     results = {'run': str(run), 'steps': args.steps, 'pixels': list(pixels),
                'episodes': names_by_region, 'variants': {}}
     if not args.train_only:
         results['variants']['run: composed + sim detail'] = {'scores': score(
-            run / 'video' / 'composed_detail', names_by_region, truth, args.work / 'run',
+            run / 'video' / 'composed_detail', names_by_region, truths, args.work / 'run',
             pixels)}
     # the pairs are read once: variants change the model, not the data
     base = NeuralSimConfig.from_yaml(ROOT / 'config' / 'neural_sim.yaml')
@@ -127,14 +178,14 @@ def main(argv=None) -> int:
         results['variants'][name] = {
             'changes': changes, **fit,
             'translate_s_per_episode': round(translate_s / len(sims), 2),
-            'scores': score(folder, names_by_region, truth, args.work / name, pixels)}
+            'scores': score(folder, names_by_region, truths, args.work / name, pixels)}
         print(name, json.dumps(results['variants'][name]), flush=True)
     if args.train_only:
         return 0
     write_result(args.out, results, torch_machine())
     for name, v in results['variants'].items():
         for region, s in v['scores'].items():
-            print(f"{name:28s} {region:4s} PSNR {s['translated_psnr']:.2f} SSIM "
+            print(f"{name:28s} {region:9s} PSNR {s['translated_psnr']:.2f} SSIM "
                   f"{s['translated_ssim']:.3f} found {s['translated_found'] or 0:.0%} "
                   f"px {s['translated_obj_px'] or float('nan'):.1f}  (sim {s['sim_psnr']:.2f})")
     return 0
