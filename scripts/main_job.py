@@ -257,23 +257,29 @@ VIDEO_ROWS = (('action', 'action only', 'action', False), ('sim', 'sim only', 's
               ('joint', 'joint', 'joint', False))
 
 
-def video_episodes(regions: list[tuple[Path, str]], per_region: int) -> dict[str, list[Path]]:
-    """Up to ``per_region`` trajectories laid out in the lab's ``id`` box and as many in its
-    ``ood`` box; when none lies in either (a small run over the whole workspace), as many from
-    elsewhere (``other``), so the video table still has rows."""
-    by_region: dict[str, list[Path]] = {'id': [], 'ood': [], 'other': []}
-    for path, region in regions:
-        if len(by_region[region]) < per_region:
-            by_region[region].append(path)
-    if by_region['id'] or by_region['ood']:
-        by_region['other'] = []
-    return by_region
+def video_episodes(regions: list[tuple[Path, str, bool]], per_group: int
+                   ) -> dict[str, list[Path]]:
+    """Up to ``per_group`` trajectories per lab box (``id``, ``ood``) and object colouring:
+    the default colours (``id``, ``ood``: what the policy's cells are scored on) and a hue
+    the pairs never show (``id recoloured``, ``ood recoloured``); when none lies in either
+    box (a small run over the whole workspace), as many from elsewhere (``other``), so the
+    video table still has rows. ``regions``: (trajectory, lab region, recoloured)."""
+    groups = ('id', 'ood', 'id recoloured', 'ood recoloured', 'other')
+    by_group: dict[str, list[Path]] = {g: [] for g in groups}
+    for path, region, recoloured in regions:
+        group = region if region == 'other' or not recoloured else f'{region} recoloured'
+        if len(by_group[group]) < per_group:
+            by_group[group].append(path)
+    if any(by_group[g] for g in groups[:4]):
+        by_group['other'] = []
+    return by_group
 
 
 def video_stage(out: Path, chosen: list[Path], ns: dict, cfg: ExperimentConfig,
                 scale: Scale) -> dict:
     """Translate a few trajectories with every conditioning mode and score each against the
-    lab's filming of them (with object positions), per lab region of their layout."""
+    lab's filming of them (with object positions), per lab region of their layout and
+    colouring of their objects (``video_episodes``)."""
     import torch
 
     from comsim_bench_lab.config import LabConfig
@@ -287,10 +293,11 @@ def video_stage(out: Path, chosen: list[Path], ns: dict, cfg: ExperimentConfig,
 
     pixels = tuple(PolicyConfig.from_yaml(ROOT / scale.policy_config).image_size)
     lab = LabConfig.load(LAB_YAML)
+    layouts = {p: generated_layout(p) or {} for p in chosen}
     by_region = video_episodes(
-        [(p, layout_region(lab, str(read_meta(p).task), object_starts(generated_layout(p))))
-         for p in chosen],
-        max(1, scale.video_episodes // 2))
+        [(p, layout_region(lab, str(read_meta(p).task), object_starts(layouts[p])),
+          bool(layouts[p].get('recoloured'))) for p in chosen],
+        max(1, scale.video_episodes // 4))
     picked = [p for eps in by_region.values() for p in eps]
     video = out / 'video'
     with GroundTruthRenderer(LAB_YAML, REALISM_YAML) as renderer:
@@ -308,12 +315,15 @@ def video_stage(out: Path, chosen: list[Path], ns: dict, cfg: ExperimentConfig,
         names = sorted(p.name for p in eps)
         for i, (folder, label, _, _) in enumerate(VIDEO_ROWS):
             res = evaluate_generated([video / folder / n for n in names], video / 'ground_truth',
-                                     video / f'eval_{folder}_{region}', log=lambda m: None,
-                                     pixels=pixels)
+                                     video / f"eval_{folder}_{region.replace(' ', '_')}",
+                                     log=lambda m: None, pixels=pixels)
             if i == 0:
                 rows.append(video_row(region, 'sim frames', len(eps), res.mean, 'sim'))
             rows.append(video_row(region, label, len(eps), res.mean, 'translated'))
-    grids = sorted(video.glob('eval_composed*_*/generated_grid.png'))
+    policy_row = 'composed_detail' if ns.get('sim_detail') else 'composed'
+    grids = {r: video / f"eval_{policy_row}_{r.replace(' ', '_')}" / 'generated_grid.png'
+             for r, eps in by_region.items() if eps}
+    grids = {r: g for r, g in grids.items() if g.is_file()}
     return {'rows': rows, 'episodes': {r: [p.name for p in e] for r, e in by_region.items()},
             'section': report.video_section(rows, grids, out, pixels, ns.get('sim_detail'))}
 

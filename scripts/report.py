@@ -271,13 +271,17 @@ def _num(v, fmt: str) -> str:
     return '–' if v is None else format(v, fmt)
 
 
-def video_section(rows: list[dict], grids: list[Path], out: Path,
+def video_section(rows: list[dict], grids: dict[str, Path], out: Path,
                   pixels: tuple[int, int] = (96, 128), sim_detail: bool | None = None) -> str:
-    """The video table: each conditioning mode's translations against the lab's filming."""
+    """The video table: each conditioning mode's translations against the lab's filming;
+    ``grids``: a picture of the pseudo-real row's frames per group."""
     used = {True: '`composed + sim detail`', False: '`composed`'}.get(sim_detail, '`composed`')
     lines = ['## Video table: translations against the bench lab\'s filming', '',
              'A few generated trajectories, split by the lab\'s region of their layout '
-             '(`id`, `ood`; `other` when none of a small run\'s layouts lies in either box), '
+             '(`id`, `ood`; `other` when none of a small run\'s layouts lies in either box) '
+             'and by their objects\' colours: the lab\'s default ones, which the policy\'s '
+             'cells are scored on, or (`recoloured`) a hue the paired demonstrations never '
+             'show; '
              'translated with each conditioning mode and scored against the bench lab filming '
              f'the same trajectory, in the policy\'s pixels ({pixels[0]}x{pixels[1]}). "sim '
              'frames" is the twin\'s own render (the floor); "+ sim detail" adds the sim\'s '
@@ -295,8 +299,8 @@ def video_section(rows: list[dict], grids: list[Path], out: Path,
                      f"{_num(r['psnr'], '.2f')} | {_num(r['ssim'], '.3f')} | "
                      f"{_num(found, '.0f')} % | {_num(r['object_px'], '.1f')} | "
                      f"{_num(r['truth_px'], '.1f')} |")
-    for g in grids:
-        lines += ['', f'![sim | composed | ground truth]({link(g, out)})']
+    for group, g in grids.items():
+        lines += ['', f'![{group}: sim | {used} | ground truth]({link(g, out)})']
     return '\n'.join(lines) + '\n'
 
 

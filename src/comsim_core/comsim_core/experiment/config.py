@@ -30,7 +30,7 @@ class Scale:
     policy_steps: int               # training steps per arm (0: the recipe's max_steps)
     neural_sim_steps: int
     generated_extra: int = 10       # generated beyond `generated`, for the lab's check to reject
-    video_episodes: int = 6         # generated episodes in the video table (half id, half ood)
+    video_episodes: int = 6         # generated episodes in the video table (a quarter per group)
 
     def __post_init__(self) -> None:
         for key in ('real', 'generated', 'rollouts', 'neural_sim_steps'):
