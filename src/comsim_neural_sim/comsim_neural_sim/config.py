@@ -63,9 +63,6 @@ class NeuralSimConfig:
     p_drop_action: float = 0.15
     p_drop_sim: float = 0.15
     p_drop_context: float = 0.5
-    # augmentation of training windows, sim and real alike (data/augment.py)
-    augment_mirror: float = 0.0  # share mirrored left-right (their actions dropped)
-    augment_hue: float = 0.0     # share with colours turned about the grey axis
     # training
     batch_size: int = 8
     lr: float = 3e-4
@@ -125,9 +122,6 @@ class NeuralSimConfig:
         if not 0 <= self.context_frames < self.frames:
             raise ConfigError(f'context_frames must be in [0, frames={self.frames}), '
                               f'got {self.context_frames}')
-        if self.space == 'latent' and (self.augment_mirror or self.augment_hue):
-            raise ConfigError('augment_mirror and augment_hue act on pixels; set them to 0 with '
-                              'space: latent')
         if self.width_dim % self.heads:
             raise ConfigError(f'width_dim {self.width_dim} is not divisible by heads {self.heads}')
         h, w = self.model_hw
@@ -137,8 +131,7 @@ class NeuralSimConfig:
         if self.frames % self.patch_size_t:
             raise ConfigError(f'frames {self.frames} not a multiple of patch_size_t '
                               f'{self.patch_size_t}')
-        for name in ('p_drop_action', 'p_drop_sim', 'p_drop_context', 'augment_mirror',
-                     'augment_hue'):
+        for name in ('p_drop_action', 'p_drop_sim', 'p_drop_context'):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ConfigError(f'{name} must be a probability, got {getattr(self, name)}')
         if not self.cameras or len(set(self.cameras)) != len(self.cameras):

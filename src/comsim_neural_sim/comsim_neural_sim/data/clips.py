@@ -18,7 +18,6 @@ from torch.utils.data import Dataset
 
 from ..config import NeuralSimConfig
 from ..errors import InputShapeError, MissingStreamError, NeuralSimError
-from .augment import augment_window
 from .frames import frames_to_tensor
 
 
@@ -113,9 +112,7 @@ class ClipDataset(Dataset):
 
     Frames are resized to the config resolution (and encoded to latents when a codec is
     given) once, up front. A window's first ``cfg.context_frames`` frames are the context the
-    trainer may reveal; the model learns to continue from them. With the config's
-    ``augment_*`` shares, windows are mirrored or hue-turned (sim and real alike) as they are
-    drawn; ``actions_valid`` is 0 where the actions no longer describe the frames.
+    trainer may reveal; the model learns to continue from them.
     """
 
     def __init__(self, clips: list[PairedClip], cfg: NeuralSimConfig, codec: object = None
@@ -123,7 +120,6 @@ class ClipDataset(Dataset):
         if not clips:
             raise NeuralSimError('no paired clips to train on')
         self.cfg = cfg
-        self.generator = torch.Generator().manual_seed(cfg.seed + 1)
         self.items: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
         self.index: list[tuple[int, int]] = []
         for clip in clips:
@@ -153,10 +149,6 @@ class ClipDataset(Dataset):
     def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
         k, s = self.index[i]
         real, sim, act, cam = self.items[k]
-        f, cfg = self.cfg.frames, self.cfg
-        real, sim, valid = real[s:s + f], sim[s:s + f], True
-        if cfg.augment_mirror or cfg.augment_hue:
-            real, sim, valid = augment_window(real, sim, cfg.augment_mirror, cfg.augment_hue,
-                                              self.generator)
-        return {'real': real, 'sim': sim, 'actions': act[s:s + f], 'camera': cam,
-                'actions_valid': torch.tensor(float(valid))}
+        f = self.cfg.frames
+        return {'real': real[s:s + f], 'sim': sim[s:s + f], 'actions': act[s:s + f],
+                'camera': cam}

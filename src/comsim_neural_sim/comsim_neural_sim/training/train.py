@@ -137,12 +137,11 @@ def train(cfg: NeuralSimConfig, clips: list[PairedClip], out: str | Path, resume
         b = real.shape[0]
         masks = sample_condition_masks(b, cfg.frames, cfg.context_frames, cfg.p_drop_action,
                                        cfg.p_drop_sim, cfg.p_drop_context, gen)
-        action_keep = masks.action_keep * batch['actions_valid'].to(masks.action_keep)
         noise = torch.randn(real.shape, generator=gen).to(real.device)
         noisy, t, target = corrupt(scheduler, real, noise, gen)
         ctx = masks.context.to(real.device)
         with accel.autocast():
-            pred = model(noisy, t.to(real.device), sim, act, masks.sim_keep, action_keep,
+            pred = model(noisy, t.to(real.device), sim, act, masks.sim_keep, masks.action_keep,
                          context=real, context_mask=ctx, camera=batch['camera']).sample
         per_frame = ((pred.float() - target) ** 2).mean(dim=(2, 3, 4))
         weight = 1.0 - ctx
