@@ -5,8 +5,8 @@ Each ``--variant NAME KEY=VALUE...`` overrides ``config/neural_sim.yaml``; every
 trained on the run's paired replays (the same held-out episode as the neural-sim stage) for
 ``--steps``, translates the run's video-table trajectories (composed guidance), and is scored
 in the policy's pixels against the run's ground truth per lab region: PSNR, SSIM, objects
-found, object px. The run's own ``composed + sim detail`` translations (its checkpoint
-translating as its video stage did) are scored beside them as the baseline of the same session.
+found, object px. The run's own checkpoint, translating as its video stage did (``composed +
+sim detail``) and without the sim's detail, is scored beside them as the session's baseline.
 Reads only the run's folders; writes under ``--work``.
 
 The video table's trajectories are mostly recoloured (a hue the pairs never show), while the
@@ -147,11 +147,15 @@ def main(argv=None) -> int:
                'episodes': names_by_region, 'variants': {}}
     if not args.train_only:
         # the run's checkpoint translates as its video stage did (composed, the sim's detail)
-        folder = args.work / 'run' / 'composed'
-        translate_dir(sims, stage_result(run, 'neural_sim')['checkpoint'], folder,
-                      mode='composed', steps=args.sample_steps, log=lambda m: None)
-        results['variants']['run: composed + sim detail'] = {'scores': score(
-            folder, names_by_region, truths, args.work / 'run', pixels)}
+        # and, as a second row, without the sim's detail
+        for label, detail, sub in (('run: composed + sim detail', True, 'run'),
+                                   ('run: composed', False, 'run_no_detail')):
+            folder = args.work / sub / 'composed'
+            translate_dir(sims, stage_result(run, 'neural_sim')['checkpoint'], folder,
+                          mode='composed', steps=args.sample_steps, sim_detail=detail,
+                          log=lambda m: None)
+            results['variants'][label] = {'scores': score(
+                folder, names_by_region, truths, args.work / sub, pixels)}
     # the pairs are read once: variants change the model, not the data
     base = NeuralSimConfig.from_yaml(ROOT / 'config' / 'neural_sim.yaml')
     base = base.replace(cameras=paired_cameras(paired))
