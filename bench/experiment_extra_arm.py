@@ -37,14 +37,18 @@ EXTRA = 'extra:'        # the added arm's rollouts, apart from a run checkpoint 
 
 def run_rollouts(run: Path) -> Evaluation:
     """The run's rollouts (its results, else what its evaluation journalled so far)."""
-    folder = run / 'policy_stage' / 'policy' / 'evaluation'
+    return read_rollouts(run / 'policy_stage' / 'policy' / 'evaluation')
+
+
+def read_rollouts(folder: Path) -> Evaluation:
+    """An evaluation folder's rollouts: its results, else what it journalled so far."""
     if (folder / 'results.json').is_file():
         rows = json.loads((folder / 'results.json').read_text())['rollouts']
     elif (folder / 'rollouts.jsonl').is_file():
         lines = (folder / 'rollouts.jsonl').read_text().splitlines()
         rows = [json.loads(line)['rollout'] for line in lines if line.strip()]
     else:
-        raise UserError(f'{folder}: the run has no rollouts yet (results.json, rollouts.jsonl)')
+        raise UserError(f'{folder}: no rollouts yet (results.json, rollouts.jsonl)')
     fields = set(Rollout.__dataclass_fields__)
     return Evaluation([Rollout(**{k: v for k, v in r.items() if k in fields}) for r in rows])
 
