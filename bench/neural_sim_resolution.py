@@ -9,10 +9,11 @@ found, object px. The run's own checkpoint, translating as its video stage did (
 sim detail``) and without the sim's detail, is scored beside them as the session's baseline.
 Reads only the run's folders; writes under ``--work``.
 
-The video table's trajectories are mostly recoloured (a hue the pairs never show), while the
-policy is scored on the lab's own object colours: ``--plain-per-region N`` adds N trajectories
-per lab region whose objects keep their default colours (groups ``id plain``, ``ood plain``),
-filmed by the bench lab here (with object positions) once, under ``--work/ground_truth``.
+The policy is scored on the lab's own object colours, while a run's video table (before it
+was split by colouring) may hold mostly recoloured trajectories: ``--plain-per-region N`` adds
+N trajectories per lab region whose objects keep their default colours (groups ``id plain``,
+``ood plain``), filmed by the bench lab here (with object positions) once, under
+``--work/ground_truth``.
 
     .venv/bin/python bench/neural_sim_resolution.py --run /work/paper/latest --steps 1000 \\
         --variant res96 height=96 width=128 patch_size=16 sim_detail=false \\
