@@ -18,6 +18,13 @@ N trajectories per lab region whose objects keep their default colours (groups `
     .venv/bin/python bench/neural_sim_resolution.py --run /work/paper/latest --steps 1000 \\
         --variant res96 height=96 width=128 patch_size=16 sim_detail=false \\
         --variant res96_conv height=96 width=128 patch_size=16 sim_detail=false skip_kernel=3
+
+``--pair-variants K`` replays each of the run's paired demonstrations K more times in its
+aligned scene with the twin's look redrawn as the run's generation drew it (the lab footage the
+target each time), under ``--work/paired_appearance``; a variant with ``pairs=appearance``
+trains on those beside the run's pairs. ``--translate-all NAME`` then translates every
+trajectory the run's arms use with that variant, as the neural-sim stage did, into
+``--work/NAME/pseudo_real`` (for ``bench/experiment_extra_arm.py --pseudo-real``).
 """
 from __future__ import annotations
 
@@ -34,11 +41,11 @@ import yaml
 from provenance import ROOT, add_out_argument, torch_machine, write_result
 
 from comsim_core.errors import UserError, cli_main
-from comsim_core.experiment.run import run_settings, stage_result
+from comsim_core.experiment.run import run_settings, stage_record, stage_result
 from comsim_neural_sim.config import NeuralSimConfig
 from comsim_neural_sim.data.clips import load_paired_dir
 from comsim_neural_sim.evaluation.generated import evaluate_generated
-from comsim_neural_sim.stage import paired_cameras
+from comsim_neural_sim.stage import paired_cameras, training_clips
 from comsim_neural_sim.training.train import train
 from comsim_neural_sim.translate.episode import translate_dir
 from comsim_policy.config import PolicyConfig
@@ -46,13 +53,22 @@ from comsim_policy.config import PolicyConfig
 FIELDS = {f.name for f in dataclasses.fields(NeuralSimConfig)}
 
 
+PAIRS = ('run', 'appearance')     # a variant's training pairs: the run's, or + appearance variants
+
+
 def parse_variant(tokens: list[str]) -> tuple[str, dict]:
-    """``NAME key=value ...`` -> (name, overrides), values parsed as YAML scalars."""
+    """``NAME key=value ...`` -> (name, overrides), values parsed as YAML scalars; the key
+    ``pairs`` (``run`` or ``appearance``) picks the training pairs, not a config value."""
     name, changes = tokens[0], {}
     for tok in tokens[1:]:
         key, sep, value = tok.partition('=')
         if not sep:
             raise UserError(f'--variant {name}: {tok!r} is not key=value')
+        if key == 'pairs':
+            if value not in PAIRS:
+                raise UserError(f'--variant {name}: pairs={value!r}, expected one of {PAIRS}')
+            changes[key] = value
+            continue
         if key not in FIELDS:
             raise UserError(f'--variant {name}: {key!r} is not a key of config/neural_sim.yaml '
                             f'(expected one of {", ".join(sorted(FIELDS))})')
@@ -82,6 +98,30 @@ def plain_episodes(run: Path, sim_dir: Path, exclude: set[str], per_region: int
             if group is not None and len(group) < per_region:
                 group.append(name)
     return picked
+
+
+def appearance_pairs(run: Path, paired: Path, out: Path, n: int) -> Path:
+    """Every pair of the run replayed ``n`` more times with the twin's look redrawn (the run's
+    generation config and seed; its aligned scenes); kept where already on disk."""
+    from comsim_core.episodes import find_episodes
+    from comsim_core.episodes.sidecar import read_sidecar
+    from comsim_twin.backends import make_backend
+    from comsim_twin.generation.config import GenerationConfig
+    from comsim_twin.scene import TwinScene
+    from comsim_twin.stage import replay_variants
+
+    generation = GenerationConfig.load(run / 'twin' / 'generation.yaml')
+    seed = int(run_settings(run)['generation_seed'])
+    backend = make_backend('mujoco')
+    try:
+        for pair in find_episodes(paired):
+            side = read_sidecar(pair) or {}
+            scene_file = Path(side['twin_scene_file'])
+            replay_variants(Path(side['source_episode']), TwinScene.load(scene_file), backend,
+                            out, n, generation, seed, side['mode'], scene_file)
+    finally:
+        backend.close()
+    return out
 
 
 def film(sims: list[Path], truth: Path, camera_hz: float) -> None:
@@ -126,12 +166,25 @@ def main(argv=None) -> int:
     ap.add_argument('--plain-per-region', type=int, default=0, metavar='N',
                     help='also score N trajectories per lab region with default object colours')
     ap.add_argument('--variant', nargs='+', action='append', default=[], metavar='NAME K=V')
+    ap.add_argument('--pair-variants', type=int, default=0, metavar='K',
+                    help='replays per pair with the look redrawn, for variants with '
+                         'pairs=appearance')
+    ap.add_argument('--translate-all', metavar='NAME',
+                    help="translate the trajectories the run's arms use with this variant")
     add_out_argument(ap, __file__)
     args = ap.parse_args(argv)
     variants = [parse_variant(tokens) for tokens in args.variant]   # a typo stops it here
+    if any(c.get('pairs') == 'appearance' for _, c in variants) and args.pair_variants < 1:
+        raise UserError('--variant ... pairs=appearance needs --pair-variants K >= 1')
+    if args.translate_all and args.translate_all not in {n for n, _ in variants}:
+        raise UserError(f'--translate-all {args.translate_all}: no --variant of that name')
     torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', '1')))
     run = args.run.resolve()
-    names_by_region = {} if args.train_only else stage_result(run, 'video')['episodes']
+    # the video table's trajectories, where the run has made its video stage
+    names_by_region = ({} if args.train_only or not stage_record(run, 'video').is_file()
+                       else stage_result(run, 'video')['episodes'])
+    if not (names_by_region or args.train_only or args.plain_per_region > 0):
+        raise UserError(f'{run}: no video stage yet; score --plain-per-region N trajectories')
     twin = stage_result(run, 'twin')
     sim_dir, paired = Path(twin['sim']), Path(twin['paired'])
     truths = {r: run / 'video' / 'ground_truth' for r in names_by_region}
@@ -162,7 +215,18 @@ def main(argv=None) -> int:
     base = base.replace(cameras=paired_cameras(paired))
     clips = load_paired_dir(paired, base.cameras, base.command_topic)
     held = sorted({c.name for c in clips})[-1]
+    extra = []
+    if args.pair_variants > 0:
+        t0 = time.perf_counter()
+        extra = load_paired_dir(appearance_pairs(run, paired, args.work / 'paired_appearance',
+                                                 args.pair_variants),
+                                base.cameras, base.command_topic)
+        results['pair_variants'] = {'per_pair': args.pair_variants, 'clips': len(extra),
+                                    'replay_s': round(time.perf_counter() - t0)}
     for name, changes in variants:
+        changes = dict(changes)
+        pairs = changes.pop('pairs', 'run')
+        train_clips = training_clips(clips + (extra if pairs == 'appearance' else []), held)
         cfg = base.replace(**changes).replace(
             action_dim=int(clips[0].actions.shape[1]), sample_every=10**9,
             save_every=10**9, log_every=100)
@@ -170,8 +234,7 @@ def main(argv=None) -> int:
         trained = args.work / name / 'trained.json'     # a finished training is not redone
         if not trained.is_file():
             t0 = time.perf_counter()
-            res = train(cfg, [c for c in clips if c.name != held], ckpt, steps=args.steps,
-                        log=lambda m: None)
+            res = train(cfg, train_clips, ckpt, steps=args.steps, log=lambda m: None)
             trained.write_text(json.dumps({'train_s': round(time.perf_counter() - t0, 1),
                                            'loss_first': res.first_loss,
                                            'loss_last': res.last_loss, 'steps': args.steps}))
@@ -185,12 +248,22 @@ def main(argv=None) -> int:
                       log=lambda m: None)
         translate_s = time.perf_counter() - t0
         results['variants'][name] = {
-            'changes': changes, **fit,
+            'changes': changes, 'pairs': pairs, 'train_clips': len(train_clips), **fit,
             'translate_s_per_episode': round(translate_s / len(sims), 2),
             'scores': score(folder, names_by_region, truths, args.work / name, pixels)}
         print(name, json.dumps(results['variants'][name]), flush=True)
     if args.train_only:
         return 0
+    if args.translate_all:
+        t0 = time.perf_counter()
+        chosen = [next(sim_dir.glob(f'*/{n}')) for ns in
+                  stage_result(run, 'ground_truth')['trajectories'].values() for n in ns]
+        translate_dir(chosen, args.work / args.translate_all / 'checkpoint',
+                      args.work / args.translate_all / 'pseudo_real',
+                      steps=args.sample_steps,
+                      log=lambda m: None, workers=os.cpu_count() or 1)
+        results['translate_all'] = {'variant': args.translate_all, 'episodes': len(chosen),
+                                    'wall_s': round(time.perf_counter() - t0)}
     write_result(args.out, results, torch_machine())
     for name, v in results['variants'].items():
         for region, s in v['scores'].items():

@@ -188,13 +188,16 @@ def twin_stage(out: Path, episodes_dir: Path, cfg: ExperimentConfig, scale: Scal
     res = run_twin_stage(bag, demos, out / 'twin',
                          sim_per_task=scale.generated + scale.generated_extra,
                          seed=cfg.generation_seed, workers=os.cpu_count() or 1, log=log,
-                         generation=generation_config(cfg, out / 'twin'))
+                         generation=generation_config(cfg, out / 'twin'),
+                         appearance_variants=pair_variants(cfg))
     scores = score_twin(LabConfig.load(LAB_YAML),
                         {cam: (res.cameras[cam].K, res.cameras[cam].T_base_camera)
                          for cam in res.calibration},
                         {name: (episodes_dir / name, rep['objects'])
                          for name, rep in res.alignment.items()})
     return {'sim': str(out / 'twin' / 'sim'), 'paired': str(out / 'twin' / 'paired'),
+            'paired_appearance': (str(out / 'twin' / 'paired_appearance') if res.variants
+                                  else None),
             'generation': res.generation,
             'section': report.twin_section(res, scores, out, capture_s, cfg.calibration_views)}
 
@@ -241,7 +244,9 @@ def neural_sim_stage(out: Path, twin: dict, chosen: list[Path], cfg: ExperimentC
     ns = run_stage(out / 'neural_sim', Path(twin['paired']), Path(twin['sim']),
                    log=lambda m: log(f'[neural_sim] {m}'), train_steps=scale.neural_sim_steps,
                    config=config,
-                   steps=cfg.neural_sim_sample_steps, episodes=chosen)
+                   steps=cfg.neural_sim_sample_steps, episodes=chosen,
+                   variants_dir=(Path(twin['paired_appearance'])
+                                 if twin.get('paired_appearance') else None))
     return {'pseudo_real': str(ns.pseudo_real), 'checkpoint': str(out / 'neural_sim' /
                                                                    'checkpoint'),
             'sim_detail': config.sim_detail,
@@ -396,7 +401,15 @@ def settings(args, cfg: ExperimentConfig, scale: Scale) -> dict:
             'camera_hz': cfg.camera_hz, 'appearance_randomisation': cfg.appearance_randomisation,
             'generated_share': cfg.generated_share, 'generation_seed': cfg.generation_seed,
             'eval_seed': cfg.eval_seed, 'reuse_episodes': str(args.reuse_episodes or ''),
-            'configs': config_digests(cfg, scale)}
+            'configs': config_digests(cfg, scale),
+            # absent when 0, as in the runs made before the option: those resume unchanged
+            **({'pair_appearance_variants': variants} if (variants := pair_variants(cfg)) else {})}
+
+
+def pair_variants(cfg: ExperimentConfig) -> int:
+    """Appearance variants of each demonstration's replay: none without randomisation (they
+    would repeat the pair)."""
+    return cfg.pair_appearance_variants if cfg.appearance_randomisation else 0
 
 
 RUN_OPTIONS = ('config', 'scale', 'tasks', 'real', 'generated', 'rollouts', 'arms',

@@ -15,7 +15,12 @@ from comsim_core.episodes import (
     is_complete,
     is_episode_dir,
 )
-from comsim_core.episodes.paired import FORMAT, is_complete_paired
+from comsim_core.episodes.paired import (
+    FORMAT,
+    appearance_variant_name,
+    is_complete_paired,
+    variant_source,
+)
 from comsim_core.episodes.sidecar import update_sidecar
 from comsim_core.episodes.topics import TopicSpec
 from comsim_teleop.recording import EpisodeRecorder
@@ -90,3 +95,16 @@ def test_is_complete_checks_bag_and_format(folder: Path, tmp_path: Path) -> None
     (one / 'metadata.yaml').unlink()   # a bag that never closed
     assert not is_complete(one) and not is_complete_paired(one)
     assert not is_complete(tmp_path / 'absent')
+
+
+def test_appearance_variant_names_lead_back_to_their_pair():
+    assert appearance_variant_name('episode_0003_move_card_dynamic', 2) == \
+        'episode_0003_move_card_dynamic_app2'
+    assert variant_source('episode_0003_move_card_dynamic_app2') == \
+        'episode_0003_move_card_dynamic'
+    assert variant_source('episode_0003_move_card_dynamic_app12') == \
+        'episode_0003_move_card_dynamic'
+    for plain in ('episode_0003_move_card_dynamic', 'x_app', 'x_app0', 'x_app1b', '_app1'):
+        assert variant_source(plain) == plain          # not a variant: its own pair
+    with pytest.raises(ValueError):
+        appearance_variant_name('p', 0)

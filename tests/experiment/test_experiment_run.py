@@ -117,6 +117,11 @@ def test_a_bad_scale_names_the_file_and_key(tmp_path):
     with pytest.raises(ExperimentConfigError, match=r'experiment.yaml: scales.reduced.arms: '
                                                     r'expected some of'):
         ExperimentConfig.load(bad)
+    bad.write_text((ROOT / 'config' / 'experiment.yaml').read_text().replace(
+        'pair_appearance_variants: 0', 'pair_appearance_variants: -1'))
+    with pytest.raises(ExperimentConfigError, match=r'experiment.yaml: pair_appearance_variants: '
+                                                    r'must be >= 0, got -1'):
+        ExperimentConfig.load(bad)
 
 
 def finished_run(tmp_path: Path, argv: tuple[str, ...] = ('--scale', 'reduced'),

@@ -8,6 +8,7 @@ from comsim_core.tasks.registry import get_task
 from comsim_twin.generation.config import GenerationConfig, GenerationConfigError
 from comsim_twin.generation.randomise import (
     RandomiseError,
+    appearance_variant,
     episode_seed,
     hue_excluded,
     in_region,
@@ -215,3 +216,28 @@ def test_a_recolouring_that_leaves_no_hue_is_refused(cfg):
     with pytest.raises(RandomiseError, match='recolour.move_card.exclude_hue_deg'):
         for i in range(5):
             randomise(base_scene('move_card'), 'move_card', bad, i)
+
+
+def test_appearance_variant_redraws_the_look_and_leaves_the_scene(cfg):
+    """The neural simulator's extra pairs: the aligned scene with another look, nothing moved."""
+    base = base_scene('move_card')
+    draws = [appearance_variant(base, cfg, episode_seed(5000, 'episode_0000', k))
+             for k in range(1, 9)]
+    assert draws[0].params == appearance_variant(
+        base, cfg, episode_seed(5000, 'episode_0000', 1)).params          # seeded
+    for r in draws:
+        assert r.scene.objects.keys() == base.objects.keys()
+        for name, o in r.scene.objects.items():                           # objects as aligned
+            b = base.objects[name]
+            assert (o.pos, o.quat, o.size, o.color) == (b.pos, b.quat, b.size, b.color)
+        assert r.scene.markers.keys() == base.markers.keys()
+        assert r.scene.task == base.task
+        lo, hi = cfg.randomise['light_scale']
+        assert lo <= r.light_scale <= hi
+        jitter = cfg.randomise['camera_position_jitter']
+        for cam, c in r.scene.cameras.items():
+            shift = np.subtract(c.T_base_camera, base.cameras[cam].T_base_camera)[:3, 3]
+            assert np.abs(shift).max() <= jitter + 1e-12
+    assert len({tuple(r.scene.table_color) for r in draws}) == len(draws)   # looks differ
+    assert {r.params['table_texture']['kind'] for r in draws} - {'none'}    # some textured
+    assert base.table_texture is None and base.provenance.get('appearance_variant') is None

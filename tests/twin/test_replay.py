@@ -5,11 +5,18 @@ import numpy as np
 import pytest
 
 from comsim_core.episodes import Episode
-from comsim_core.episodes.paired import SIM_JOINT_STATES, real_image_topic, sim_image_topic
+from comsim_core.episodes.paired import (
+    SIM_JOINT_STATES,
+    appearance_variant_name,
+    real_image_topic,
+    sim_image_topic,
+    variant_source,
+)
 from comsim_core.episodes.sidecar import read_sidecar
 from comsim_core.episodes.topics import TopicSpec
 from comsim_core.episodes.writer import EpisodeBagWriter
 from comsim_twin.backends import make_backend
+from comsim_twin.generation.config import GenerationConfig
 from comsim_twin.replay import (
     EpisodeReplay,
     ReplayError,
@@ -18,6 +25,7 @@ from comsim_twin.replay import (
     replay_episode,
     side_by_side,
 )
+from comsim_twin.stage import replay_variants
 from fixtures.bench_lab_episodes import TRAJ_TOPIC, record_episode
 from fixtures.cdr import joint_state_cdr
 
@@ -194,3 +202,32 @@ def test_dynamic_replay_without_commands_names_the_command_topics(recorded, back
         replay_episode(bag, scene, backend, 'dynamic', tmp_path / 'out')
     with pytest.raises(ReplayError, match='mode'):
         replay_episode(bag, scene, backend, 'teleport', tmp_path / 'out')
+
+
+def test_appearance_variants_replay_the_same_real_episode_in_other_looks(recorded, replays,
+                                                                        backend, tmp_path):
+    """Extra pairs for the neural simulator: the recorded footage the same, the twin's render
+    of each variant another look of the same motion, named and kept for a rerun."""
+    path, scene, _ = recorded
+    base_pair = replays['kinematic'][0]
+    cfg = GenerationConfig.load()
+    made = replay_variants(path, scene, backend, tmp_path, 2, cfg, seed=7, mode='kinematic')
+    assert [p.name for p in made] == [appearance_variant_name(base_pair.name, k) for k in (1, 2)]
+    assert all(is_complete_paired(p) and variant_source(p.name) == base_pair.name for p in made)
+    looks = [read_sidecar(p)['appearance_variant'] for p in made]
+    assert [v['index'] for v in looks] == [1, 2] and looks[0] != looks[1]
+    assert read_sidecar(base_pair)['appearance_variant'] is None
+    topic_real, topic_sim = real_image_topic('front'), sim_image_topic('front')
+    with Episode.open(base_pair) as b, Episode.open(made[0]) as v:
+        real_b, real_v = list(b.images(topic_real)), list(v.images(topic_real))
+        sim_b, sim_v = list(b.images(topic_sim)), list(v.images(topic_sim))
+    assert len(real_v) == len(real_b) > 10
+    for (tb, ib), (tv, iv) in zip(real_b, real_v):
+        assert tb == tv
+        np.testing.assert_array_equal(ib, iv)                 # the same lab footage
+    diff = [np.abs(a[1].astype(int) - c[1].astype(int)).mean() for a, c in zip(sim_b, sim_v)]
+    assert min(diff) > 2.0                                    # another look in every frame
+    mtime = made[0].stat().st_mtime_ns
+    assert replay_variants(path, scene, backend, tmp_path, 2, cfg, seed=7,
+                           mode='kinematic') == made          # kept, not replayed again
+    assert made[0].stat().st_mtime_ns == mtime

@@ -17,9 +17,10 @@ from pathlib import Path
 import torch
 
 from comsim_core.episodes import find_episodes
+from comsim_core.episodes.paired import variant_source
 
 from .config import NeuralSimConfig
-from .data.clips import load_paired_dir
+from .data.clips import PairedClip, load_paired_dir
 from .errors import NeuralSimError
 from .evaluation.ablation import AblationResult, run_ablation
 from .evaluation.generated import GeneratedEvalResult, evaluate_generated
@@ -95,6 +96,7 @@ class NeuralSimStageResult:
     loss_curve: Path | None
     ablation: AblationResult
     generated: GeneratedScore | None = None
+    train_variants: int = 0      # appearance-variant pairs trained on beside the episodes
 
 
 def score_generated(out: Path, sims: list[Path], pseudo: Path, ground_truth: GroundTruthFn,
@@ -131,17 +133,26 @@ def logged_losses(res: TrainResult) -> TrainResult:
                                last_loss=float(rows[-1]['loss']))
 
 
+def training_clips(clips: list[PairedClip], held_name: str | None) -> list[PairedClip]:
+    """The clips to train on: all but the held-out pair's, its appearance variants too (the
+    same real footage would leak into training otherwise)."""
+    return [c for c in clips if variant_source(c.name) != held_name]
+
+
 def neural_sim_stage(out: Path, paired_dir: Path, sim_dir: Path, log=print,
                      train_steps: int | None = None, config: NeuralSimConfig | None = None,
                      steps: int = 10, ground_truth: GroundTruthFn | None = None,
                      ground_truth_episodes: int = 3, ground_truth_frames: int = 32,
-                     episodes: Sequence[Path] | None = None) -> NeuralSimStageResult:
+                     episodes: Sequence[Path] | None = None,
+                     variants_dir: Path | None = None) -> NeuralSimStageResult:
     """Train, translate every sim episode into ``out/pseudo_real``, ablate on a held-out one.
 
     ``ground_truth``, when given, renders real-looking ground truth of sim episodes (the main
     job passes the bench lab's; this package never imports it): then a few translated episodes
     (``ground_truth_episodes``, one per task in turn, ``ground_truth_frames`` frames each) are
     scored against it. ``episodes`` translates only those sim episodes (default: all).
+    ``variants_dir``: more pairs, the same real episodes replayed in twin scenes of other looks
+    (``appearance_variant_name``); trained on beside the pairs, a held-out pair's held out too.
     """
     out, paired_dir, sim_dir = Path(out), Path(paired_dir), Path(sim_dir)
     for what, d in (('paired-episode', paired_dir), ('sim-episode', sim_dir)):
@@ -160,7 +171,9 @@ def neural_sim_stage(out: Path, paired_dir: Path, sim_dir: Path, log=print,
     names = sorted({c.name for c in clips})
     held_name = names[-1] if len(names) > 1 else None   # the last episode, all its cameras
     held = [c for c in clips if c.name == held_name] or clips
-    train_clips = [c for c in clips if c.name != held_name]
+    variants = ([] if variants_dir is None else
+                load_paired_dir(variants_dir, cfg.cameras, cfg.command_topic))
+    train_clips = training_clips(clips + variants, held_name)
     n_steps = DEFAULT_TRAIN_STEPS if train_steps is None else int(train_steps)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -194,6 +207,7 @@ def neural_sim_stage(out: Path, paired_dir: Path, sim_dir: Path, log=print,
                                     ground_truth_episodes, ground_truth_frames, log)
     return NeuralSimStageResult(
         train_steps=n_steps, train_episodes=len(names) - bool(held_name),
+        train_variants=len({c.name for c in train_clips if c.name not in names}),
         held_out=sorted(set(abl.episodes)) if held_name else [], cameras=list(cfg.cameras),
         height=cfg.height, width=cfg.width, frames=cfg.frames, train_s=train_s,
         first_loss=res.first_loss, last_loss=res.last_loss, sim_episodes=len(sims),

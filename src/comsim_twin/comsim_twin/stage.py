@@ -16,8 +16,9 @@ from comsim_twin.alignment import align_episode, load_sheet
 from comsim_twin.backends import make_backend
 from comsim_twin.calibration import calibrate_from_bag, load_twin_camera
 from comsim_twin.generation.config import GenerationConfig
+from comsim_twin.generation.randomise import appearance_variant, episode_seed
 from comsim_twin.generation.runner import generate
-from comsim_twin.replay import gap_report, replay_episode
+from comsim_twin.replay import gap_report, is_complete_paired, paired_path, replay_episode
 from comsim_twin.scene import TwinCamera, TwinScene
 
 
@@ -30,6 +31,7 @@ class TwinStageResult:
     scenes: dict[str, Path] = field(default_factory=dict)          # episode name -> scene
     alignment: dict[str, dict] = field(default_factory=dict)       # episode name -> report
     paired: dict[str, Path] = field(default_factory=dict)          # episode name -> paired
+    variants: dict[str, list[Path]] = field(default_factory=dict)  # ... -> appearance variants
     gaps: dict[str, dict] = field(default_factory=dict)            # episode name -> gap
     generation: dict[str, dict] = field(default_factory=dict)      # task -> summary
     seconds: dict[str, float] = field(default_factory=dict)        # step -> wall time
@@ -50,14 +52,33 @@ def calibrate(calibration_bag: Path, out: Path) -> tuple[dict[str, TwinCamera], 
     return cameras, reports
 
 
+def replay_variants(path: Path, scene: TwinScene, backend, out_dir: Path, n: int,
+                    generation: GenerationConfig, seed: int, mode: str = 'dynamic',
+                    scene_file: Path | None = None) -> list[Path]:
+    """Replay a recorded episode ``n`` more times, each in the aligned scene with its look
+    redrawn as generation draws it (``appearance_variant``); one already on disk is kept."""
+    out = []
+    for k in range(1, n + 1):
+        done = paired_path(out_dir, path, mode, k)
+        if not is_complete_paired(done):
+            rnd = appearance_variant(scene, generation, episode_seed(seed, path.name, k))
+            done = replay_episode(path, rnd.scene, backend, mode=mode, out_dir=out_dir,
+                                  scene_file=scene_file, variant=k,
+                                  light_scale=rnd.light_scale, appearance=rnd.params)
+        out.append(done)
+    return out
+
+
 def run_twin_stage(calibration_bag: Path, episodes: list[Path], out: Path,
                    sim_per_task: int = 6, mode: str = 'dynamic', workers: int = 2,
-                   seed: int = 0, log=print, generation: GenerationConfig | None = None
-                   ) -> TwinStageResult:
+                   seed: int = 0, log=print, generation: GenerationConfig | None = None,
+                   appearance_variants: int = 0) -> TwinStageResult:
     """Calibrate, align every episode, replay it in the twin, generate sim episodes per task.
 
     ``generation`` replaces config/twin/generation.yaml (the experiment lays its episodes out
     over the workspace, at the policy's camera rate, with or without appearance randomisation).
+    ``appearance_variants`` n > 0 replays every episode n more times into
+    ``out/paired_appearance``, its look redrawn by generation's ``randomise`` each time.
     """
     out = Path(out)
     t0 = time.monotonic()
@@ -83,11 +104,16 @@ def run_twin_stage(calibration_bag: Path, episodes: list[Path], out: Path,
             t1 = time.monotonic()
             paired = replay_episode(path, scene, backend, mode=mode, out_dir=out / 'paired',
                                     scene_file=scene_file)
-            t_replay += time.monotonic() - t1
             result.paired[path.name] = paired
             result.gaps[path.name] = gap_report(paired)
+            if appearance_variants > 0:
+                result.variants[path.name] = replay_variants(
+                    path, scene, backend, out / 'paired_appearance', appearance_variants,
+                    generation or GenerationConfig.load(), seed, mode, scene_file)
+            t_replay += time.monotonic() - t1
             log(f'[twin] {path.name}: aligned ({len(report.objects)} objects), replayed '
-                f'({mode}), PSNR {result.gaps[path.name].get("psnr_mean", float("nan")):.1f} dB')
+                f'({mode}, {1 + appearance_variants} looks), '
+                f'PSNR {result.gaps[path.name].get("psnr_mean", float("nan")):.1f} dB')
     finally:
         backend.close()
     result.seconds['alignment'] = t_align

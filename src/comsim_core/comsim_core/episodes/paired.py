@@ -13,6 +13,7 @@ directory under its final name is always a finished paired episode (what makes b
 """
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ from comsim_core.episodes.writer import EpisodeBagWriter
 
 FORMAT = 'comsim-paired-episode/1'
 SIM_JOINT_STATES = '/sim/joint_states'
+APPEARANCE_SUFFIX = '_app'
+_VARIANT = re.compile(rf'(.+){APPEARANCE_SUFFIX}[1-9][0-9]*')
 
 
 def real_image_topic(camera: str) -> str:
@@ -36,6 +39,21 @@ def real_image_topic(camera: str) -> str:
 
 def sim_image_topic(camera: str) -> str:
     return f'/sim/cameras/{camera}/image_raw'
+
+
+def appearance_variant_name(pair_name: str, k: int) -> str:
+    """The name of the ``k``-th (1-based) replay of a pair's real episode in a twin scene whose
+    look was redrawn (``comsim_twin.generation.randomise.appearance_variant``)."""
+    if k < 1:
+        raise ValueError(f'appearance variants count from 1, got {k}')
+    return f'{pair_name}{APPEARANCE_SUFFIX}{k}'
+
+
+def variant_source(name: str) -> str:
+    """The pair an appearance variant replays (a plain pair's own name): a held-out pair's
+    variants are held out with it."""
+    match = _VARIANT.fullmatch(name)
+    return match.group(1) if match else name
 
 
 def is_complete_paired(path: Path) -> bool:

@@ -59,6 +59,7 @@ class ExperimentConfig:
     unseen_variants: dict[str, list[str]] = field(default_factory=dict)
     camera_hz: float = 10.0             # generated episodes' camera rate: the policy's rate
     appearance_randomisation: bool = True
+    pair_appearance_variants: int = 0   # more replays of each demo, twin looks redrawn
     generated_share: float = 0.5        # share of co-trained arms' samples from generated data
     generation_seed: int = 5000
     eval_seed: int = 1000
@@ -75,6 +76,9 @@ class ExperimentConfig:
         if not 0 < self.generated_share < 1:
             raise field_error(ExperimentConfigError, 'generated_share',
                               f'must be in (0, 1), got {self.generated_share}')
+        if self.pair_appearance_variants < 0:
+            raise field_error(ExperimentConfigError, 'pair_appearance_variants',
+                              f'must be >= 0, got {self.pair_appearance_variants}')
         if self.camera_hz <= 0:
             raise field_error(ExperimentConfigError, 'camera_hz',
                               f'must be > 0, got {self.camera_hz}')

@@ -95,3 +95,11 @@ class TwinBackend(Protocol):
         """name -> {'pos': [3], 'quat': [4], 'lin_vel': [3], 'ang_vel': [3]}."""
 
     def close(self) -> None: ...
+
+
+def scale_lights(backend: object, factor: float) -> None:
+    """Scale every light's diffuse intensity of a built backend (appearance randomisation).
+    MuJoCo exposes its model; a backend without one keeps its lights as built."""
+    model = getattr(backend, 'model', None)
+    if model is not None and factor != 1.0:
+        model.light_diffuse[:] = np.clip(model.light_diffuse * factor, 0.0, 1.0)

@@ -16,6 +16,7 @@ from comsim_core.robot.model import RobotModel
 from comsim_core.tasks.expert import ScriptedExpert
 from comsim_core.tasks.programs import Program
 from comsim_core.tasks.registry import get_task
+from comsim_twin.backends.base import scale_lights
 from comsim_twin.backends.mjcf import bottle_neck
 from comsim_twin.generation.config import GenerationConfig
 from comsim_twin.generation.randomise import Randomised
@@ -65,9 +66,7 @@ def run_episode(backend, rnd: Randomised, program: Program | None, seed: int,
     """Run one episode on a (fresh or reused) backend; writes through `writer` when given."""
     scene = rnd.scene
     backend.build(scene)
-    model = getattr(backend, 'model', None)
-    if model is not None and rnd.light_scale != 1.0:
-        model.light_diffuse[:] = np.clip(model.light_diffuse * rnd.light_scale, 0.0, 1.0)
+    scale_lights(backend, rnd.light_scale)
     robot = robot or getattr(backend, 'robot', None) or RobotModel.load(scene.robot_model or None)
     dt = float(backend.timestep)
     backend.step(max(1, round(OBJECT_SETTLE_S / dt)))     # objects come to rest on the table

@@ -282,6 +282,51 @@ def _recolour(rng, rc: dict, where: str) -> list[float]:
                                                   float(rng.uniform(vlo, vhi)))]
 
 
+def _draw_appearance(rng, scene: TwinScene, rcfg: dict) -> tuple[float, dict]:
+    """Draw the scene's look in place: table colour and texture, background, camera pose
+    jitter; returns the light scale and the camera offsets. Objects and layout are untouched."""
+    scene.table_color = _jitter_color(rng, scene.table_color,
+                                      float(rcfg.get('table_color_jitter', 0.0)))
+    scene.background_color = _jitter_color(rng, scene.background_color,
+                                           float(rcfg.get('background_color_jitter', 0.0)))
+    llo, lhi = rcfg.get('light_scale', [1.0, 1.0])
+    light = float(rng.uniform(llo, lhi))
+    cam_params = {}
+    pj, rj = float(rcfg.get('camera_position_jitter', 0.0)), \
+        float(rcfg.get('camera_rotation_jitter', 0.0))
+    for name, cam in scene.cameras.items():
+        dp, dr = rng.uniform(-pj, pj, 3), rng.uniform(-rj, rj, 3)
+        T = np.array(cam.T_base_camera, float)
+        T[:3, :3] = _rot(dr) @ T[:3, :3]
+        T[:3, 3] = T[:3, 3] + dp
+        cam.T_base_camera = T
+        cam_params[name] = {'position_offset': dp.tolist(), 'rotation_offset': dr.tolist()}
+    tex_cfg = rcfg.get('table_texture') or {}
+    if tex_cfg.get('enabled', False):       # drawn last: the draws above do not move
+        texture = _table_texture(rng, tex_cfg, scene.table_color)
+        scene.table_texture = texture if texture.kind != 'none' else None
+    return light, cam_params
+
+
+def appearance_variant(base: TwinScene, cfg: GenerationConfig, seed: int) -> Randomised:
+    """The base scene with only its look drawn as generation draws it (table colour and
+    texture, background, lights, camera jitter); objects, their colours and places untouched.
+
+    Why: the neural simulator learns the lab's look from replays of the real demos; replayed in
+    the aligned scene alone, it only ever sees the twin's default look, then has to translate
+    generated episodes whose look is randomised. Replays in these variants, with the same lab
+    footage as the target, teach it that the twin's look is not the lab's."""
+    scene = copy.deepcopy(base)
+    rng = np.random.default_rng(seed)
+    light, cam_params = _draw_appearance(rng, scene, cfg.randomise)
+    texture = {'kind': 'none'} if scene.table_texture is None else scene.table_texture.to_dict()
+    scene.provenance = {**base.provenance, 'appearance_variant': {'seed': int(seed)}}
+    params = {'table_color': scene.table_color, 'table_texture': texture,
+              'background_color': scene.background_color, 'light_scale': light,
+              'cameras': cam_params}
+    return Randomised(scene, {}, params, light)
+
+
 def randomise(base: TwinScene, task: str, cfg: GenerationConfig, seed: int,
               region: str | None = None) -> Randomised:
     """Draw one episode's scene from the base scene (same seed -> same scene)."""
@@ -332,26 +377,7 @@ def _randomise(base: TwinScene, task_name: str, cfg: GenerationConfig, seed: int
     for d in _distractors(rng, rcfg.get('distractors') or {}, _keep_out(task, target, placed),
                           task.clear_path(layout), table_z):
         scene.objects[d.name] = d
-    scene.table_color = _jitter_color(rng, scene.table_color,
-                                      float(rcfg.get('table_color_jitter', 0.0)))
-    scene.background_color = _jitter_color(rng, scene.background_color,
-                                           float(rcfg.get('background_color_jitter', 0.0)))
-    llo, lhi = rcfg.get('light_scale', [1.0, 1.0])
-    light = float(rng.uniform(llo, lhi))
-    cam_params = {}
-    pj, rj = float(rcfg.get('camera_position_jitter', 0.0)), \
-        float(rcfg.get('camera_rotation_jitter', 0.0))
-    for name, cam in scene.cameras.items():
-        dp, dr = rng.uniform(-pj, pj, 3), rng.uniform(-rj, rj, 3)
-        T = np.array(cam.T_base_camera, float)
-        T[:3, :3] = _rot(dr) @ T[:3, :3]
-        T[:3, 3] = T[:3, 3] + dp
-        cam.T_base_camera = T
-        cam_params[name] = {'position_offset': dp.tolist(), 'rotation_offset': dr.tolist()}
-    tex_cfg = rcfg.get('table_texture') or {}
-    if tex_cfg.get('enabled', False):       # drawn last: the draws above do not move
-        texture = _table_texture(rng, tex_cfg, scene.table_color)
-        scene.table_texture = texture if texture.kind != 'none' else None
+    light, cam_params = _draw_appearance(rng, scene, rcfg)
     recolour = (rcfg.get('recolour') or {}).get(task_name)
     recoloured = False
     if recolour:        # after every other draw: a task without it draws what it drew before

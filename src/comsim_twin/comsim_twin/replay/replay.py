@@ -33,11 +33,11 @@ from comsim_core.control.trajectory import TrajectoryFollower, TrajectoryPoint
 from comsim_core.episodes import Episode, MissingTopicError
 from comsim_core.episodes.decode import header_stamp_ns
 from comsim_core.episodes.images import stamp_ns
-from comsim_core.episodes.paired import PairedEpisodeWriter
+from comsim_core.episodes.paired import PairedEpisodeWriter, appearance_variant_name
 from comsim_core.episodes.reader import FLOAT_ARRAY, IMAGE, TRAJECTORY
 from comsim_core.episodes.tracks import JointTrack
 from comsim_core.errors import UserError
-from comsim_twin.backends.base import Exposure
+from comsim_twin.backends.base import Exposure, scale_lights
 from comsim_twin.replay.threads import BackgroundCalls, Turns, run_ahead
 from comsim_twin.scene import TwinScene
 
@@ -297,25 +297,32 @@ def _write_frame(writer: PairedEpisodeWriter, ev: ReplayEvent) -> None:
     writer.write_frame(ev.camera, ev.raw, ev.sim_image, ev.stamp_ns, ev.log_ns)
 
 
-def paired_path(out_dir: str | Path, episode_path: str | Path, mode: str) -> Path:
-    """Where ``replay_episode`` puts the paired episode of ``episode_path``."""
-    return Path(out_dir) / f'{Path(episode_path).resolve().name}_{mode}'
+def paired_path(out_dir: str | Path, episode_path: str | Path, mode: str,
+                variant: int = 0) -> Path:
+    """Where ``replay_episode`` puts the paired episode of ``episode_path`` (``variant`` k > 0:
+    its k-th replay in a scene whose look was redrawn)."""
+    name = f'{Path(episode_path).resolve().name}_{mode}'
+    return Path(out_dir) / (appearance_variant_name(name, variant) if variant else name)
 
 
 def replay_episode(episode_path: str | Path, scene: TwinScene, backend: Any,
                    mode: str = 'kinematic', out_dir: str | Path = 'output/paired',
                    joint_topic: str = '/joint_states', command_topic: str | None = None,
-                   scene_file: str | Path | None = None) -> Path:
+                   scene_file: str | Path | None = None, variant: int = 0,
+                   light_scale: float = 1.0, appearance: dict | None = None) -> Path:
     """Replay one recorded episode in the twin; returns the paired episode directory.
 
-    Builds ``scene`` in ``backend`` (any ``TwinBackend``), starts from the recorded initial joint
-    state and writes ``paired_path(out_dir, episode_path, mode)``.
+    Builds ``scene`` in ``backend`` (any ``TwinBackend``), its lights scaled by
+    ``light_scale``, starts from the recorded initial joint state and writes
+    ``paired_path(out_dir, episode_path, mode, variant)``; ``appearance`` (the look drawn for
+    a variant) goes into its sidecar.
     """
     episode_path = Path(episode_path).resolve()
-    out = paired_path(out_dir, episode_path, mode)
+    out = paired_path(out_dir, episode_path, mode, variant)
     wall0 = time.perf_counter()
     with Episode.open(episode_path) as episode:
         backend.build(scene)
+        scale_lights(backend, light_scale)
         replay = EpisodeReplay(episode, scene, backend, mode, joint_topic, command_topic)
         writer = PairedEpisodeWriter(out, list(replay.cameras), joint_topic,
                                      replay.command_topic, replay.command_msgtype)
@@ -344,6 +351,8 @@ def replay_episode(episode_path: str | Path, scene: TwinScene, backend: Any,
             'backend': type(backend).__name__,
             'twin_scene_file': str(Path(scene_file).resolve()) if scene_file else None,
             'twin_scene': scene.to_dict(),
+            'appearance_variant': ({'index': variant, **(appearance or {})} if variant
+                                   else None),
             'replay': {'frames': replay.frames, 'wall_s': round(wall, 3),
                        'frames_per_s': round(replay.frames / wall, 2) if wall > 0 else None,
                        'max_lag_s': round(replay.max_lag_s, 6),
