@@ -36,8 +36,13 @@ EXTRA = 'extra:'        # the added arm's rollouts, apart from a run checkpoint 
 
 
 def run_rollouts(run: Path) -> Evaluation:
-    """The run's rollouts (its results, else what its evaluation journalled so far)."""
-    return read_rollouts(run / 'policy_stage' / 'policy' / 'evaluation')
+    """The run's rollouts (its results, else what its evaluation journalled so far); none for
+    a run stopped before its policy stage (``--until neural_sim``): the arm is then scored
+    alone, ``k/N`` with its interval and no pairs."""
+    folder = run / 'policy_stage' / 'policy' / 'evaluation'
+    if not folder.is_dir():
+        return Evaluation([])
+    return read_rollouts(folder)
 
 
 def read_rollouts(folder: Path) -> Evaluation:

@@ -38,9 +38,10 @@ def test_pairs_on_shared_seeds_per_checkpoint_and_region():
 
 def test_the_runs_rollouts_come_from_results_else_the_journal(tmp_path):
     folder = tmp_path / 'policy_stage' / 'policy' / 'evaluation'
-    with pytest.raises(UserError, match='no rollouts yet'):
-        run_rollouts(tmp_path)
+    assert run_rollouts(tmp_path).rollouts == []          # no policy stage: nothing to pair
     folder.mkdir(parents=True)
+    with pytest.raises(UserError, match='no rollouts yet'):
+        run_rollouts(tmp_path)                            # begun: its rollouts must be read
     rolls = rollouts('a', [True, False])
     (folder / 'rollouts.jsonl').write_text(''.join(
         json.dumps({'key': str(r.seed), 'settings': 's', 'rollout': asdict(r)}) + '\n'
@@ -66,3 +67,9 @@ def test_each_added_arm_has_its_own_folder_and_a_step_count_names_it():
     assert extra_folder(arm, 10000) == 'gt200_steps10000'
     assert (extra_folder(arm, 10000, Path('/work/ns_mirror/pseudo_real'))
             == 'gt200_steps10000_pr-ns_mirror')
+
+
+def test_an_arm_of_a_run_without_rollouts_is_scored_alone():
+    row = compare(Evaluation(rollouts('m', [True, False, True])), Evaluation([]), 'move_card',
+                  ['id'])['id']
+    assert (row['k'], row['n'], row['paired']) == (2, 3, {})
