@@ -199,7 +199,7 @@ def main(argv=None) -> int:
     sims = [next(sim_dir.glob(f'*/{n}')) for names in names_by_region.values() for n in names]
     results = {'run': str(run), 'steps': args.steps, 'pixels': list(pixels),
                'episodes': names_by_region, 'variants': {}}
-    if not args.train_only:
+    if not args.train_only and stage_record(run, 'neural_sim').is_file():
         # the run's checkpoint translates as its video stage did (composed, the sim's detail)
         # and, as a second row, without the sim's detail
         for label, detail, sub in (('run: composed + sim detail', True, 'run'),
@@ -252,6 +252,12 @@ def main(argv=None) -> int:
             'translate_s_per_episode': round(translate_s / len(sims), 2),
             'scores': score(folder, names_by_region, truths, args.work / name, pixels)}
         print(name, json.dumps(results['variants'][name]), flush=True)
+        if cfg.sim_detail:      # the same model without the sim's detail: what the detail adds
+            bare = args.work / name / 'composed_no_detail'
+            translate_dir(sims, ckpt, bare, mode='composed', steps=args.sample_steps,
+                          sim_detail=False, log=lambda m: None)
+            results['variants'][f'{name} (no sim detail)'] = {'scores': score(
+                bare, names_by_region, truths, args.work / name / 'no_detail', pixels)}
     if args.train_only:
         return 0
     if args.translate_all:
