@@ -87,7 +87,13 @@ def plain_episodes(run: Path, sim_dir: Path, exclude: set[str], per_region: int
 
     lab = LabConfig.load(ROOT / 'config/bench_lab/lab.yaml')
     picked: dict[str, list[str]] = {'id plain': [], 'ood plain': []}
-    for task, names in stage_result(run, 'ground_truth')['trajectories'].items():
+    if stage_record(run, 'ground_truth').is_file():   # the trajectories the arms train on
+        used = stage_result(run, 'ground_truth')['trajectories']
+    else:                                            # before it: the twin's successful ones
+        from comsim_policy.arms import successful_episodes
+        used = {d.name: [p.name for p in successful_episodes(d)]
+                for d in sorted(sim_dir.iterdir()) if d.is_dir()}
+    for task, names in used.items():
         for name in sorted(set(names) - exclude):
             path = sim_dir / task / name
             layout = generated_layout(path) or {}
