@@ -181,7 +181,7 @@ def neural_sim_section(res: NeuralSimStageResult, out: Path, wall_s: float) -> s
     return (f'## Neural simulator\n\n'
             f'Trained {res.train_steps} steps on {res.train_episodes} paired episode(s) '
             + (f'and {res.train_variants} replays of them in other twin looks '
-               if getattr(res, 'train_variants', 0) else '') +
+               if res.train_variants else '') +
             f'(cameras {", ".join(res.cameras)}, one network; {res.height}x{res.width}, '
             f'{res.frames}-frame windows) in {res.train_s:.0f} s; loss {res.first_loss:.4f} -> '
             f'{res.last_loss:.4f}. Translated {res.sim_episodes} sim episode(s) into '
