@@ -43,7 +43,7 @@ from provenance import ROOT, add_out_argument, torch_machine, write_result
 from comsim_core.errors import UserError, cli_main
 from comsim_core.experiment.run import run_settings, stage_record, stage_result
 from comsim_neural_sim.config import NeuralSimConfig
-from comsim_neural_sim.data.clips import load_paired_dir
+from comsim_neural_sim.data.clips import load_paired_dir, load_paired_episode
 from comsim_neural_sim.evaluation.generated import evaluate_generated
 from comsim_neural_sim.stage import paired_cameras, training_clips
 from comsim_neural_sim.training.train import train
@@ -106,9 +106,10 @@ def plain_episodes(run: Path, sim_dir: Path, exclude: set[str], per_region: int
     return picked
 
 
-def appearance_pairs(run: Path, paired: Path, out: Path, n: int) -> Path:
+def appearance_pairs(run: Path, paired: Path, out: Path, n: int) -> list[Path]:
     """Every pair of the run replayed ``n`` more times with the twin's look redrawn (the run's
-    generation config and seed; its aligned scenes); kept where already on disk."""
+    generation config and seed; its aligned scenes); kept where already on disk. Returns those
+    ``n`` per pair only: a folder reused with another ``n`` holds others."""
     from comsim_core.episodes import find_episodes
     from comsim_core.episodes.sidecar import read_sidecar
     from comsim_twin.backends import make_backend
@@ -119,15 +120,16 @@ def appearance_pairs(run: Path, paired: Path, out: Path, n: int) -> Path:
     generation = GenerationConfig.load(run / 'twin' / 'generation.yaml')
     seed = int(run_settings(run)['generation_seed'])
     backend = make_backend('mujoco')
+    made = []
     try:
         for pair in find_episodes(paired):
             side = read_sidecar(pair) or {}
             scene_file = Path(side['twin_scene_file'])
-            replay_variants(Path(side['source_episode']), TwinScene.load(scene_file), backend,
-                            out, n, generation, seed, side['mode'], scene_file)
+            made += replay_variants(Path(side['source_episode']), TwinScene.load(scene_file),
+                                    backend, out, n, generation, seed, side['mode'], scene_file)
     finally:
         backend.close()
-    return out
+    return made
 
 
 def film(sims: list[Path], truth: Path, camera_hz: float) -> None:
@@ -184,6 +186,10 @@ def main(argv=None) -> int:
         raise UserError('--variant ... pairs=appearance needs --pair-variants K >= 1')
     if args.translate_all and args.translate_all not in {n for n, _ in variants}:
         raise UserError(f'--translate-all {args.translate_all}: no --variant of that name')
+    if args.translate_all and (args.train_only
+                               or not stage_record(args.run, 'ground_truth').is_file()):
+        raise UserError('--translate-all needs the run\'s filming stage finished and no '
+                        '--train-only: it translates the trajectories the arms use')
     torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', '1')))
     run = args.run.resolve()
     # the video table's trajectories, where the run has made its video stage
@@ -224,9 +230,9 @@ def main(argv=None) -> int:
     extra = []
     if args.pair_variants > 0:
         t0 = time.perf_counter()
-        extra = load_paired_dir(appearance_pairs(run, paired, args.work / 'paired_appearance',
-                                                 args.pair_variants),
-                                base.cameras, base.command_topic)
+        extra = [load_paired_episode(p, cam, base.command_topic) for p in appearance_pairs(
+            run, paired, args.work / 'paired_appearance', args.pair_variants)
+            for cam in base.cameras]
         results['pair_variants'] = {'per_pair': args.pair_variants, 'clips': len(extra),
                                     'replay_s': round(time.perf_counter() - t0)}
     for name, changes in variants:
@@ -243,8 +249,14 @@ def main(argv=None) -> int:
             res = train(cfg, train_clips, ckpt, steps=args.steps, log=lambda m: None)
             trained.write_text(json.dumps({'train_s': round(time.perf_counter() - t0, 1),
                                            'loss_first': res.first_loss,
-                                           'loss_last': res.last_loss, 'steps': args.steps}))
+                                           'loss_last': res.last_loss, 'steps': args.steps,
+                                           'pairs': pairs, 'train_clips': len(train_clips)}))
         fit = json.loads(trained.read_text())
+        made = {k: fit.get(k) for k in ('steps', 'pairs', 'train_clips')}
+        if made != {'steps': args.steps, 'pairs': pairs, 'train_clips': len(train_clips)} and \
+                fit.get('pairs') is not None:
+            raise UserError(f'{trained}: variant {name} was trained with {made}, not with these '
+                            f'options; use another --work or variant name')
         print(name, 'trained', fit, flush=True)
         if args.train_only:
             continue
@@ -254,7 +266,7 @@ def main(argv=None) -> int:
                       log=lambda m: None)
         translate_s = time.perf_counter() - t0
         results['variants'][name] = {
-            'changes': changes, 'pairs': pairs, 'train_clips': len(train_clips), **fit,
+            'changes': changes, **fit,
             'translate_s_per_episode': round(translate_s / len(sims), 2),
             'scores': score(folder, names_by_region, truths, args.work / name, pixels)}
         print(name, json.dumps(results['variants'][name]), flush=True)

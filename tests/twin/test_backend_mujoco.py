@@ -8,6 +8,7 @@ os.environ.setdefault('MUJOCO_GL', 'egl')
 
 from comsim_core.geometry import yaw_quat  # noqa: E402
 from comsim_twin.backends import make_backend  # noqa: E402
+from comsim_twin.backends.base import scale_lights  # noqa: E402
 from comsim_twin.backends.mujoco_backend import MujocoTwin, TwinNotBuiltError  # noqa: E402
 from comsim_twin.scene import TwinCamera, TwinMarker, TwinObject, TwinScene  # noqa: E402
 
@@ -158,6 +159,14 @@ def test_building_the_same_scene_again_resets_it_without_recomposing():
         assert twin.model is model                       # not recomposed
         np.testing.assert_allclose(twin.joint_positions(), q0)
         assert twin.time == 0.0
+        np.testing.assert_array_equal(twin.render(twin.camera_names[0]), first)
+        built = twin.model.light_diffuse.copy()
+        scale_lights(twin, 0.5)
+        scale_lights(twin, 0.5)                           # from the built lights: no compounding
+        np.testing.assert_allclose(twin.model.light_diffuse, built * 0.5)
+        assert twin.render(twin.camera_names[0]).mean() < first.mean()
+        twin.build(scene)                                 # the same scene: its lights as built
+        np.testing.assert_array_equal(twin.model.light_diffuse, built)
         np.testing.assert_array_equal(twin.render(twin.camera_names[0]), first)
         twin.close()
         twin.build(scene)                                 # after close: composed anew

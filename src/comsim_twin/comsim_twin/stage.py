@@ -61,10 +61,12 @@ def replay_variants(path: Path, scene: TwinScene, backend, out_dir: Path, n: int
     for k in range(1, n + 1):
         done = paired_path(out_dir, path, mode, k)
         if not is_complete_paired(done):
-            rnd = appearance_variant(scene, generation, episode_seed(seed, path.name, k))
+            look_seed = episode_seed(seed, path.name, k)
+            rnd = appearance_variant(scene, generation, look_seed)
             done = replay_episode(path, rnd.scene, backend, mode=mode, out_dir=out_dir,
                                   scene_file=scene_file, variant=k,
-                                  light_scale=rnd.light_scale, appearance=rnd.params)
+                                  light_scale=rnd.light_scale,
+                                  appearance={'seed': look_seed, **rnd.params})
         out.append(done)
     return out
 

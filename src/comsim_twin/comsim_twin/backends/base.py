@@ -98,8 +98,8 @@ class TwinBackend(Protocol):
 
 
 def scale_lights(backend: object, factor: float) -> None:
-    """Scale every light's diffuse intensity of a built backend (appearance randomisation).
-    MuJoCo exposes its model; a backend without one keeps its lights as built."""
-    model = getattr(backend, 'model', None)
-    if model is not None and factor != 1.0:
-        model.light_diffuse[:] = np.clip(model.light_diffuse * factor, 0.0, 1.0)
+    """Light a built backend's scene at ``factor`` times its built intensity (appearance
+    randomisation); a backend that cannot keeps its lights as built."""
+    scale = getattr(backend, 'scale_lights', None)
+    if scale is not None:
+        scale(factor)

@@ -70,11 +70,17 @@ class MujocoTwin:
         self._stale = False   # physics stepped since the last forward pass
 
     # ------------------------------------------------------------------ world
+    def scale_lights(self, factor: float) -> None:
+        """Every light's diffuse intensity at ``factor`` times the built scene's (clipped to
+        1), whatever an earlier call set: a scene built again does not compound it."""
+        self.model.light_diffuse[:] = np.clip(self._light_diffuse * factor, 0.0, 1.0)
+
     def build(self, scene: TwinScene) -> None:
         """Compose the world; the same scene again only resets it (renderers are costly)."""
         key = json.dumps(scene.to_dict(), sort_keys=True, default=str)
         if self.model is not None and key == getattr(self, '_scene_key', None):
             mujoco.mj_resetData(self.model, self.data)
+            self.model.light_diffuse[:] = self._light_diffuse   # the lights as built
             self.set_joint_positions(self.robot.home)
             return
         self.close()
@@ -86,6 +92,7 @@ class MujocoTwin:
         model = twin.model
         self.robot, self.scene, self._twin, self.model = robot, scene, twin, model
         self.data = mujoco.MjData(model)
+        self._light_diffuse = model.light_diffuse.copy()
         self.joint_names = list(robot.joint_names)
         self.camera_names = list(twin.lenses)
         self.object_names = list(twin.object_names)
