@@ -273,3 +273,30 @@ def test_the_main_job_refuses_to_resume_after_its_recipe_changed(tmp_path):
                                                  'action_space: joint'))
     with pytest.raises(RunMismatchError, match=r'other settings \(configs'):
         Run(tmp_path / 'run', main_job.settings(args, cfg, scale))
+
+
+def test_appearance_variant_pairs_are_a_run_setting_only_when_made(tmp_path):
+    """A run made before the option (no key) resumes under a config that makes none; one that
+    makes them is another experiment; without appearance randomisation none are made."""
+    sys.path.insert(0, str(ROOT / 'scripts'))
+    import main_job  # noqa: PLC0415
+
+    text = (ROOT / 'config' / 'experiment.yaml').read_text()
+    args = main_job.parse_args(['--scale', 'paper'])
+    cfg, scale = main_job.experiment_settings(args)
+    assert cfg.pair_appearance_variants == 0
+    assert 'pair_appearance_variants' not in main_job.settings(args, cfg, scale)
+    Run(tmp_path / 'run', main_job.settings(args, cfg, scale))
+    made = tmp_path / 'made.yaml'
+    made.write_text(text.replace('pair_appearance_variants: 0', 'pair_appearance_variants: 4'))
+    four = main_job.parse_args(['--scale', 'paper', '--config', str(made)])
+    cfg4, scale4 = main_job.experiment_settings(four)
+    assert main_job.pair_variants(cfg4) == 4
+    assert main_job.settings(four, cfg4, scale4)['pair_appearance_variants'] == 4
+    with pytest.raises(RunMismatchError, match='pair_appearance_variants'):
+        Run(tmp_path / 'run', main_job.settings(four, cfg4, scale4))
+    plain = tmp_path / 'plain.yaml'
+    plain.write_text(made.read_text().replace('appearance_randomisation: true',
+                                              'appearance_randomisation: false'))
+    off = main_job.parse_args(['--scale', 'paper', '--config', str(plain)])
+    assert main_job.pair_variants(main_job.experiment_settings(off)[0]) == 0
