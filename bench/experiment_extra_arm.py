@@ -158,9 +158,11 @@ def diagnostic_arm(data: list[str]) -> Arm:
 
 
 def compare(mine: Evaluation, theirs: Evaluation, task: str, regions: list[str]) -> dict:
-    """Per region: the extra arm's k/N with its Wilson interval, and the exact McNemar test
-    against each of the run's checkpoints on the shared seeds (``Evaluation.paired``, the extra
-    arm first, so it is ``a`` in every pair)."""
+    """Per region: the extra arm's k/N with its Wilson interval, its outcome per layout seed
+    (``{seed: success}``: kept in the result so an arm of another run, on another machine, can
+    be paired with it later, ``bench/experiment_pairs.py --results``), and the exact McNemar
+    test against each of the run's checkpoints on the shared seeds (``Evaluation.paired``, the
+    extra arm first, so it is ``a`` in every pair)."""
     def kept(rollouts: list[Rollout], tag: str) -> list[Rollout]:
         return [dataclasses.replace(r, checkpoint=tag + r.checkpoint) for r in rollouts
                 if r.task == task and r.region in regions and r.cell[2] == 'default']
@@ -173,7 +175,10 @@ def compare(mine: Evaluation, theirs: Evaluation, task: str, regions: list[str])
                     if reg == region and name.startswith(EXTRA)), None)
         k, n = (row['successes'], row['rollouts']) if row else (0, 0)
         lo, hi = wilson_interval(k, n)
-        out[region] = {'k': k, 'n': n, 'interval': [round(lo, 3), round(hi, 3)], 'paired': {
+        outcomes = {str(r.seed): r.success for r in sorted(both.rollouts, key=lambda r: r.seed)
+                    if r.checkpoint.startswith(EXTRA) and r.region == region}
+        out[region] = {'k': k, 'n': n, 'interval': [round(lo, 3), round(hi, 3)],
+                       'outcomes': outcomes, 'paired': {
             p['b']: {'pairs': p['pairs'], 'extra_only': p['only_a'], 'other_only': p['only_b'],
                      'k_other': p['successes_b'], 'p': round(p['p_mcnemar'], 4)}
             for p in both.paired() if p['region'] == region and p['a'].startswith(EXTRA)

@@ -3,15 +3,21 @@
 Wilson interval per region, and the exact McNemar test of every two on the shared seeds.
 
     .venv/bin/python bench/experiment_pairs.py --run output/main_job/<run> [--task move_card]
+    .venv/bin/python bench/experiment_pairs.py --results bench/results/experiment_extra_arm_*.json
 
 Why: the extra-arm bench pairs an added arm with the run's checkpoints only; arms added in later
-sessions (say B and C, both retrained at more steps) are compared here. Reads only; the result
-goes to ``bench/results/experiment_pairs_<run>.json``.
+sessions (say B and C, both retrained at more steps) are compared here. ``--results`` pairs arms
+of different runs from the per-seed outcomes their result files keep (a session's machine
+holds one run and a few arms; the next one may not have it): the rollouts are paired by layout
+seed, the same bench-lab layouts when the evaluation seeds agree, while the arms' data differ
+by more than their sources (another recording of the demonstrations). Reads only; the result
+goes to ``bench/results/experiment_pairs_<run>.json`` (``experiment_pairs_results.json``).
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 from pathlib import Path
 
@@ -19,7 +25,8 @@ from experiment_extra_arm import read_rollouts
 from provenance import ROOT, machine, write_result
 
 from comsim_core.errors import UserError, cli_main
-from comsim_policy.evaluation.results import Evaluation
+from comsim_core.experiment.run import run_settings
+from comsim_policy.evaluation.results import Evaluation, Rollout
 
 
 def arm_rollouts(run: Path, task: str) -> Evaluation:
@@ -45,14 +52,57 @@ def arm_rollouts(run: Path, task: str) -> Evaluation:
     return Evaluation(tagged)
 
 
+def result_rollouts(paths: list[Path], task: str) -> tuple[Evaluation, int]:
+    """The arms of result files (``experiment_extra_arm`` results, or this bench's own) as
+    rollouts named ``<run folder>:<arm>``, from the outcome per seed each keeps; and the
+    evaluation seed they share (one clear line when a file lacks outcomes or the seeds
+    differ: then their layouts are not the same)."""
+    rolls: list[Rollout] = []
+    seeds: dict[int, str] = {}
+    for path in paths:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise UserError(f'{path}: not a readable result file ({exc})') from None
+        run = Path(str(data.get('run', path.stem))).name
+        seed = data.get('eval_seed', data.get('settings', {}).get('eval_seed'))
+        if seed is None:
+            raise UserError(f'{path}: no eval_seed (expected settings.eval_seed or eval_seed)')
+        seeds.setdefault(int(seed), str(path))
+        if 'cells' in data:
+            cells = [(f"{run}:{c['arm'].removeprefix('run:')}", c['region'], c.get('outcomes'))
+                     for c in data['cells']]
+        else:
+            cells = [(f"{run}:{data.get('arm', '?').split(':')[0]}", region, cell.get('outcomes'))
+                     for region, cell in data.get('tasks', {}).get(task, {}).items()
+                     if isinstance(cell, dict) and 'k' in cell]
+        if not cells:
+            raise UserError(f'{path}: no cells of task {task!r}')
+        for name, region, outcomes in cells:
+            if outcomes is None:
+                raise UserError(f'{path}: {name} {region} keeps no per-seed outcomes '
+                                "(key 'outcomes'; results written before they were kept)")
+            rolls += [Rollout(name, task, region, '', int(s), bool(ok), '', 0.0, 0.0)
+                      for s, ok in outcomes.items()]
+    if len(seeds) > 1:
+        raise UserError(f'result files evaluated from different seeds {seeds}: their layouts '
+                        'differ, so their rollouts do not pair')
+    return Evaluation(rolls), next(iter(seeds))
+
+
 def summary(ev: Evaluation) -> dict:
-    """{'cells': [arm, region, k, n, interval], 'pairs': [a, b, region, only_a, only_b, p]}."""
+    """{'cells': [arm, region, k, n, interval, outcomes per seed], 'pairs': [a, b, region,
+    only_a, only_b, p]}."""
     cells = []
+    outcomes: dict[tuple, dict[str, bool]] = {}
+    for r in sorted(ev.rollouts, key=lambda r: r.seed):
+        outcomes.setdefault((r.checkpoint, r.region), {})[str(r.seed)] = r.success
     for row in ev.table():
         lo, hi = row['wilson_95']
         cells.append({'arm': row['checkpoint'], 'region': row['region'],
                       'k': row['successes'], 'n': row['rollouts'],
-                      'interval': [round(lo, 3), round(hi, 3)]})
+                      'interval': [round(lo, 3), round(hi, 3)],
+                      'outcomes': outcomes[row['checkpoint'], row['region']]})
     pairs = [{'a': p['a'], 'b': p['b'], 'region': p['region'], 'pairs': p['pairs'],
               'only_a': p['only_a'], 'only_b': p['only_b'], 'p': round(p['p_mcnemar'], 4)}
              for p in ev.paired()]
@@ -62,23 +112,33 @@ def summary(ev: Evaluation) -> dict:
 @cli_main('experiment_pairs')
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--run', type=Path, required=True, help='the run folder')
+    which = ap.add_mutually_exclusive_group(required=True)
+    which.add_argument('--run', type=Path, help='the run folder')
+    which.add_argument('--results', type=Path, nargs='+', metavar='JSON',
+                       help='result files of arms from any runs, paired by layout seed')
     ap.add_argument('--task', default='move_card')
     ap.add_argument('--out', type=Path, help='result JSON (default '
-                    'bench/results/experiment_pairs_<run folder name>.json)')
+                    'bench/results/experiment_pairs_<run folder name | results>.json)')
     args = ap.parse_args(argv)
-    run = args.run.resolve()
-    if not run.is_dir():
-        raise UserError(f'--run: no folder at {run}')
-    result = summary(arm_rollouts(run, args.task))
+    if args.results:
+        ev, seed = result_rollouts(args.results, args.task)
+        source = {'results': [str(p) for p in args.results], 'eval_seed': seed}
+        default = ROOT / 'bench/results/experiment_pairs_results.json'
+    else:
+        run = args.run.resolve()
+        if not run.is_dir():
+            raise UserError(f'--run: no folder at {run}')
+        ev = arm_rollouts(run, args.task)
+        source = {'run': str(run), 'eval_seed': run_settings(run).get('eval_seed')}
+        default = ROOT / f'bench/results/experiment_pairs_{run.name}.json'
+    result = summary(ev)
     for c in result['cells']:
         lo, hi = c['interval']
         print(f"{c['arm']:40s} {c['region']:4s} {c['k']:2d}/{c['n']} ({lo:.0%}–{hi:.0%})")
     for p in result['pairs']:
         print(f"{p['a']} vs {p['b']} {p['region']}: {p['only_a']} vs {p['only_b']} "
               f"discordant, p = {p['p']}")
-    write_result(args.out or ROOT / f'bench/results/experiment_pairs_{run.name}.json',
-                 {'run': str(run), 'task': args.task, **result}, machine())
+    write_result(args.out or default, {**source, 'task': args.task, **result}, machine())
     return 0
 
 

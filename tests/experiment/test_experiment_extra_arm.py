@@ -34,6 +34,9 @@ def test_pairs_on_shared_seeds_per_checkpoint_and_region():
     assert (pair['pairs'], pair['extra_only'], pair['other_only'], pair['k_other']) == \
         (4, 3, 0, 0)
     assert pair['p'] == 0.25                      # 3 discordant pairs, all one way
+    # the outcome per layout seed is kept, so an arm of another run can be paired later
+    assert row['outcomes'] == {'1000': True, '1001': True, '1002': True, '1003': False,
+                               '1004': True}
 
 
 def test_the_runs_rollouts_come_from_results_else_the_journal(tmp_path):
