@@ -2,6 +2,8 @@
 checkpoints, paired (ground-truth) episodes read through their real streams, normalisation."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -170,3 +172,26 @@ def test_state_steps_sets_which_joint_states_the_network_sees():
     cfg.model.state_steps = 3
     with pytest.raises(ConfigError, match='state_steps 3'):
         cfg.validate()
+
+
+def test_bf16_precision_trains_the_forward_pass_in_bfloat16(tmp_path):
+    """``train.precision: bf16`` changes the arithmetic (the same seed gives another first
+    loss, close to the fp32 one) and still writes an fp32 checkpoint; a typo is refused."""
+    from comsim_policy.training.train import main  # noqa: PLC0415
+    write_episode(tmp_path / 'eps', 0, n_frames=12)
+    first = {}
+    for precision in ('fp32', 'bf16'):
+        cfg = tiny_config(max_steps=4, log_every=1, checkpoint_every=4, precision=precision,
+                          cache_dir=str(tmp_path / 'cache'))
+        cfg.to_yaml(tmp_path / f'{precision}.yaml')
+        main(['--config', str(tmp_path / f'{precision}.yaml'), '--data',
+              f'{tmp_path / "eps"}:real', '--out', str(tmp_path / precision)])
+        log = (tmp_path / precision / 'log.jsonl').read_text().splitlines()
+        first[precision] = json.loads(log[0])['loss']
+        from safetensors.torch import load_file  # noqa: PLC0415
+        weights = load_file(str(tmp_path / precision / 'model.safetensors'))
+        assert {t.dtype for t in weights.values()} <= {torch.float32, torch.int64}
+    assert first['bf16'] != first['fp32']
+    assert first['bf16'] == pytest.approx(first['fp32'], rel=0.1)
+    with pytest.raises(ConfigError, match="train.precision 'fp16'"):
+        tiny_config(precision='fp16').validate()

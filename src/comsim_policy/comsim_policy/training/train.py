@@ -231,11 +231,13 @@ def train_prepared(config: PolicyConfig, data: PreparedData, out: Path | str,
     """The loop on data ``prepare`` made (``config`` from ``run_config``): what ``train`` runs,
     and what a machine without the episodes (the GPU path) runs on packed arrays, with the
     ``normalizer`` fitted where they are (default: ``fit_normalizer``). ``autocast`` (e.g.
-    ``torch.bfloat16``) runs the forward pass in that precision. ``budget`` re-plans
-    ``max_steps`` as the run goes so that it ends by its deadline."""
+    ``torch.bfloat16``; default: ``train.precision``) runs the forward pass in that precision.
+    ``budget`` re-plans ``max_steps`` as the run goes so that it ends by its deadline."""
     out = Path(out)
     tc = config.train
     device = default_device(tc.device)
+    if autocast is None and tc.precision == 'bf16':
+        autocast = torch.bfloat16
     torch.manual_seed(tc.seed)
     model = DiffusionPolicyModel(config)
     if not resume:     # a resumed run loads the normaliser it was fitted with (no bag reading)
