@@ -9,7 +9,9 @@ run's (exact McNemar against each of them).
 Why: a session's machine fits only some of the six arms at the recipe's steps; an arm the run
 left out can be added afterwards without retraining the others. ``--policy-steps`` trains it at
 another step count instead (a run arm again at more steps separates the budget from the data).
-The checkpoint and rollouts go into ``<run>/policy_stage/extra/<arm>[_steps<N>]/``, one folder per
+An arm without pseudo-real data (A, A', B, E) can start once the run's ground-truth stage has
+finished, while its neural simulator still trains (``early_start``). The checkpoint and
+rollouts go into ``<run>/policy_stage/extra/<arm>[_steps<N>]/``, one folder per
 arm so two can run side by side; the run's own folders and report are not touched.
 """
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 from provenance import ROOT, torch_machine, write_result
 
 from comsim_core.errors import UserError, cli_main
-from comsim_core.experiment.run import run_settings, stage_result
+from comsim_core.experiment.run import run_settings, stage_record, stage_result
 from comsim_core.statistics import wilson_interval
 from comsim_policy.arms import Arm, arm_specs, normaliser_data, paper_arms, select_arms
 from comsim_policy.evaluation.config import load_config as load_evaluation
@@ -81,14 +83,15 @@ def main(argv=None) -> int:
     run = args.run.resolve()
     settings = run_settings(run)
     counts = settings['counts']
-    stages = {n: stage_result(run, n) for n in ('twin', 'ground_truth', 'neural_sim')}
+    stages = {n: stage_result(run, n) for n in ('twin', 'ground_truth')}
     n_gen = counts['generated']
     arms = paper_arms(counts['real'], n_gen, settings['generated_share'])
     extra = select_arms(arms, [args.arm])[0] if args.arm else diagnostic_arm(args.data)
     run_arms = select_arms(arms, counts['arms'])
     folders = {'real': run / 'episodes', 'sim': Path(stages['twin']['sim']),
-               'gt': Path(stages['ground_truth']['ground_truth']),
-               'pseudo_real': Path(stages['neural_sim']['pseudo_real'])}
+               'gt': Path(stages['ground_truth']['ground_truth'])}
+    if args.pseudo_real is None and not early_start(run, extra):
+        folders['pseudo_real'] = Path(stage_result(run, 'neural_sim')['pseudo_real'])
     if args.pseudo_real is not None:
         if not args.pseudo_real.is_dir():
             raise UserError(f'--pseudo-real: no folder at {args.pseudo_real}')
@@ -133,6 +136,19 @@ def main(argv=None) -> int:
     print(json.dumps(results, indent=1))
     write_result(result_json, out_json, torch_machine())
     return 0
+
+
+def early_start(run: Path, arm: Arm) -> bool:
+    """Whether the arm starts before the run's neural simulator has finished: only an arm
+    without pseudo-real data. Its normaliser is the run's all the same: translations copy the
+    sim episodes' joint states and commands byte for byte, and the sim folder holds every
+    translated trajectory, so the pseudo-real folder adds nothing to the range."""
+    if 'pseudo_real' in arm.counts or stage_record(run, 'neural_sim').is_file():
+        return False
+    print(f'{run.name}: the neural-sim stage has not finished; {arm.label} does not need it '
+          '(the normaliser is fitted without the pseudo-real folder, whose motions are the '
+          "sim folder's)", flush=True)
+    return True
 
 
 def extra_folder(arm: Arm, policy_steps: int | None, pseudo_real: Path | None = None) -> str:

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'bench'))
-from experiment_extra_arm import compare, diagnostic_arm, extra_folder, run_rollouts  # noqa: E402
+from experiment_extra_arm import compare, diagnostic_arm, early_start, extra_folder, run_rollouts  # noqa: E402
 
 from comsim_core.errors import UserError
+from comsim_policy.arms import paper_arms, select_arms
 from comsim_policy.evaluation.results import Evaluation, Rollout
 
 
@@ -76,3 +77,12 @@ def test_an_arm_of_a_run_without_rollouts_is_scored_alone():
     row = compare(Evaluation(rollouts('m', [True, False, True])), Evaluation([]), 'move_card',
                   ['id'])['id']
     assert (row['k'], row['n'], row['paired']) == (2, 3, {})
+
+
+def test_only_an_arm_without_pseudo_real_data_starts_before_the_neural_simulator(tmp_path):
+    a, c = select_arms(paper_arms(10, 200, 0.5), ['A', 'C'])
+    assert early_start(tmp_path, a)                 # no neural-sim record yet
+    assert not early_start(tmp_path, c)             # C waits for its translations
+    (tmp_path / 'stages').mkdir()
+    (tmp_path / 'stages' / 'neural_sim.json').write_text('{"result": {}}')
+    assert not early_start(tmp_path, a)             # finished: the run's folders as they are
