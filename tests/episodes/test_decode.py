@@ -78,6 +78,22 @@ def test_rgb8_image_cdr_is_byte_identical_to_rosbags(frame_id) -> None:
         rgb8_image_cdr(rgb[..., 0], stamp, frame_id)
 
 
+@pytest.mark.parametrize('frame_id', ['', 'cam_optical_frame'])
+def test_mono8_image_cdr_is_byte_identical_to_rosbags(frame_id) -> None:
+    from comsim_core.episodes.encode import mono8_image_cdr  # noqa: PLC0415
+
+    mono = np.random.default_rng(0).integers(0, 4, (5, 7), dtype=np.uint8)
+    T = TS.types
+    msg = T['sensor_msgs/msg/Image'](
+        header=T['std_msgs/msg/Header'](stamp=T['builtin_interfaces/msg/Time'](
+            sec=3, nanosec=5), frame_id=frame_id),
+        height=5, width=7, encoding='mono8', is_bigendian=0, step=7, data=mono.reshape(-1))
+    assert mono8_image_cdr(mono, 3_000_000_005, frame_id) == bytes(TS.serialize_cdr(
+        msg, 'sensor_msgs/msg/Image'))
+    with pytest.raises(ValueError, match=r'\(H, W\)'):
+        mono8_image_cdr(np.zeros((5, 7, 3), np.uint8), 0, frame_id)
+
+
 @pytest.mark.parametrize('names', [['j1'], ['joint1', 'joint2', 'joint3'], ['a', 'bb', 'ccc',
                                                                              'dddd', 'e', 'g']])
 def test_joint_state_cdr_is_byte_identical_to_rosbags(names) -> None:

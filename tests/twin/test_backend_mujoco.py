@@ -8,7 +8,7 @@ os.environ.setdefault('MUJOCO_GL', 'egl')
 
 from comsim_core.geometry import yaw_quat  # noqa: E402
 from comsim_twin.backends import make_backend  # noqa: E402
-from comsim_twin.backends.base import scale_lights  # noqa: E402
+from comsim_twin.backends.base import objects_exposure, scale_lights  # noqa: E402
 from comsim_twin.backends.mujoco_backend import MujocoTwin, TwinNotBuiltError  # noqa: E402
 from comsim_twin.scene import TwinCamera, TwinMarker, TwinObject, TwinScene  # noqa: E402
 
@@ -190,6 +190,34 @@ def test_capture_renders_the_moment_it_was_taken_not_later(twin):
     assert pending.image() is pending.image()   # warped once
     changed = np.abs(twin.render('cam').astype(int) - expected).max(axis=-1) > 30
     assert changed.sum() > 100   # the cube did move in view
+    twin.set_object_pose('cube', cube)
+
+
+def test_object_snapshot_is_the_segmentation_of_its_moment_beside_a_pending_render(twin):
+    """capture_objects: the objects' ids where render_segmentation shows them, drawn later
+    like a capture and pending beside one (its own renderer); arm and table are 0."""
+    twin.set_joint_positions(twin.robot.home)
+    cube = twin.object_states()['cube']['pos']
+    masks = twin.render_segmentation('cam')
+    pending_rgb, pending = twin.capture('cam'), twin.capture_objects('cam')
+    twin.set_object_pose('cube', cube + [0.06, 0.04, 0.0])    # the world moves on
+    pending.render()
+    pending_rgb.render()
+    labels = pending.image()
+    assert labels.shape == (120, 160) and labels.dtype == np.uint8
+    expected = np.zeros((120, 160), np.uint8)
+    for i, name in enumerate(twin.object_names):
+        expected[masks[name]] = i + 1
+    np.testing.assert_array_equal(labels, expected)
+    assert set(np.unique(labels)) == {0, 1, 2, 3}
+    moved = twin.capture_objects('cam')
+    moved.render()
+    assert (moved.image() == 1).sum() > 20 and not np.array_equal(moved.image(), labels)
+    fallback = objects_exposure(type('Seg', (), {        # a backend without the snapshot
+        'object_names': twin.object_names,
+        'render_segmentation': lambda self, cam: masks})(), 'cam')
+    fallback.render()
+    np.testing.assert_array_equal(fallback.image(), expected)
     twin.set_object_pose('cube', cube)
 
 

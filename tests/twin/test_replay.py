@@ -10,6 +10,7 @@ from comsim_core.episodes.paired import (
     appearance_variant_name,
     real_image_topic,
     sim_image_topic,
+    sim_objects_topic,
     variant_source,
 )
 from comsim_core.episodes.sidecar import read_sidecar
@@ -49,8 +50,9 @@ def replays(recorded, backend, tmp_path_factory):
     path, scene, _ = recorded
     out = tmp_path_factory.mktemp('paired')
     result = {}
-    for mode in ('kinematic', 'dynamic'):
-        paired = replay_episode(path, scene, backend, mode, out)
+    for mode in ('kinematic', 'dynamic'):   # dynamic with the object masks
+        paired = replay_episode(path, scene, backend, mode, out,
+                                object_masks=mode == 'dynamic')
         result[mode] = (paired, backend.object_states())
     return result
 
@@ -80,6 +82,29 @@ def test_paired_episode_has_both_streams_on_the_real_time_base(recorded, replays
         js, sim_js = ep.joint_states('/joint_states'), ep.joint_states(SIM_JOINT_STATES)
         np.testing.assert_array_equal(js.t_ns, sim_js.t_ns)
         assert sim_js.names == js.names
+
+
+def test_object_masks_lie_beside_the_renders_and_show_the_card(recorded, replays, backend):
+    """Each render's object ids, same stamps; where they show the card the render has the
+    card's colour, and the arm pushing it hides part of it in some frames."""
+    _, scene, _ = recorded
+    with Episode.open(replays['kinematic'][0]) as ep:
+        assert sim_objects_topic('front') not in ep.topics          # only when asked for
+    paired = replays['dynamic'][0]
+    assert read_sidecar(paired)['objects'] == backend.object_names == ['card']
+    with Episode.open(paired) as ep:
+        for cam in scene.cameras:
+            sim = list(ep.images(sim_image_topic(cam)))
+            objs = list(ep.images(sim_objects_topic(cam)))
+            assert [t for t, _ in objs] == [t for t, _ in sim]
+            ids = np.stack([o[..., 0] for _, o in objs])     # mono8 decodes to three channels
+            assert set(np.unique(ids)) <= {0, 1}
+            area = (ids == 1).sum(axis=(1, 2))
+            assert (area > 20).mean() > 0.9 and area.max() > area.min()
+            img, card = sim[0][1], ids[0] == 1
+            colour = np.median(img[card].astype(float), axis=0)
+            table = np.median(img[~card].astype(float), axis=0)
+            assert np.abs(colour - table).max() > 30              # the pixels are the card's
 
 
 def test_kinematic_replay_follows_the_recorded_joints(replays):

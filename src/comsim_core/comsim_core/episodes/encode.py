@@ -1,5 +1,5 @@
-"""CDR encoding of the messages ComSim writes in bulk: rgb8 ``sensor_msgs/msg/Image`` and
-``sensor_msgs/msg/JointState`` (positions only).
+"""CDR encoding of the messages ComSim writes in bulk: rgb8 and mono8 ``sensor_msgs/msg/Image``
+and ``sensor_msgs/msg/JointState`` (positions only).
 
 Byte-identical to rosbags' ``serialize_cdr`` (little-endian; tests check), without building
 message objects and in one copy of the pixels: a replay writes thousands per episode.
@@ -27,11 +27,24 @@ def rgb8_image_cdr(rgb: np.ndarray, stamp_ns: int, frame_id: str) -> bytes:
     rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
     if rgb.ndim != 3 or rgb.shape[2] != 3:
         raise ValueError(f'expected an (H, W, 3) image, got shape {rgb.shape}')
-    h, w = rgb.shape[:2]
+    return _image_cdr(rgb, 'rgb8', stamp_ns, frame_id)
+
+
+def mono8_image_cdr(mono: np.ndarray, stamp_ns: int, frame_id: str) -> bytes:
+    """Serialized ``sensor_msgs/msg/Image`` (encoding mono8) of an (H, W) uint8 array (a label
+    image: object ids per pixel)."""
+    mono = np.ascontiguousarray(mono, dtype=np.uint8)
+    if mono.ndim != 2:
+        raise ValueError(f'expected an (H, W) image, got shape {mono.shape}')
+    return _image_cdr(mono, 'mono8', stamp_ns, frame_id)
+
+
+def _image_cdr(pixels: np.ndarray, encoding: str, stamp_ns: int, frame_id: str) -> bytes:
+    h, w = pixels.shape[:2]
     head = _aligned(_header(stamp_ns, frame_id)) + struct.pack('<II', h, w)
-    head = _aligned(head + _string('rgb8') + b'\x00')   # encoding, is_bigendian
-    head += struct.pack('<II', w * 3, rgb.nbytes)        # step, data length
-    return b''.join((b'\x00\x01\x00\x00', head, rgb))   # the pixels copied once
+    head = _aligned(head + _string(encoding) + b'\x00')   # encoding, is_bigendian
+    head += struct.pack('<II', pixels.nbytes // h, pixels.nbytes)   # step, data length
+    return b''.join((b'\x00\x01\x00\x00', head, pixels))   # the pixels copied once
 
 
 def _header(stamp_ns: int, frame_id: str) -> bytes:

@@ -6,6 +6,9 @@ Layout (a normal episode directory, readable by ``comsim_core.episodes.Episode``
 * ``/sim/cameras/<cam>/image_raw``: twin renders with the SAME header stamps (and log times);
 * ``/joint_states`` and the command topic exactly as recorded;
 * ``/sim/joint_states``: what the twin's arm achieved, stamped like the recorded joint states;
+* optionally ``/sim/cameras/<cam>/objects``: mono8, which twin object each pixel of the render
+  shows (1 + its index in the sidecar's ``objects``, 0 none), same stamps: where the objects
+  are, for a neural simulator that weighs them in its loss;
 * ``episode.yaml``: source episode, mode, twin scene, provenance and ``status: complete``.
 
 The bag is written into a hidden ``.partial`` directory and renamed when complete, so a
@@ -20,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from comsim_core.episodes.encode import joint_state_cdr, rgb8_image_cdr
+from comsim_core.episodes.encode import joint_state_cdr, mono8_image_cdr, rgb8_image_cdr
 from comsim_core.episodes.layout import COMPLETE, is_complete
 from comsim_core.episodes.reader import IMAGE, JOINT_STATE
 from comsim_core.episodes.sidecar import read_sidecar, write_sidecar
@@ -39,6 +42,10 @@ def real_image_topic(camera: str) -> str:
 
 def sim_image_topic(camera: str) -> str:
     return f'/sim/cameras/{camera}/image_raw'
+
+
+def sim_objects_topic(camera: str) -> str:
+    return f'/sim/cameras/{camera}/objects'
 
 
 def appearance_variant_name(pair_name: str, k: int) -> str:
@@ -73,8 +80,11 @@ class PairedEpisodeWriter:
     """Writes one paired episode; ``finish(sidecar)`` publishes it under its final name."""
 
     def __init__(self, path: Path, cameras: list[str], joint_topic: str,
-                 command_topic: str | None, command_msgtype: str | None) -> None:
+                 command_topic: str | None, command_msgtype: str | None,
+                 objects: list[str] | None = None) -> None:
+        """``objects``: the twin's object names, when the replay writes object masks."""
         self.path = Path(path)
+        self.objects = objects
         self.partial = self.path.with_name(f'.{self.path.name}.partial')
         self.cameras = list(cameras)
         self.joint_topic = joint_topic
@@ -85,6 +95,8 @@ class PairedEpisodeWriter:
         for cam in self.cameras:
             topics += [TopicSpec(real_image_topic(cam), IMAGE), TopicSpec(sim_image_topic(cam),
                                                                           IMAGE)]
+            if objects is not None:
+                topics.append(TopicSpec(sim_objects_topic(cam), IMAGE))
         if self.path.exists():
             raise FileExistsError(f'{self.path} exists; remove it to replay again')
         shutil.rmtree(self.partial, ignore_errors=True)  # left over by an interrupted run
@@ -112,11 +124,18 @@ class PairedEpisodeWriter:
         self._write(SIM_JOINT_STATES, joint_state_cdr(names, position, stamp_ns), log_ns)
 
     # ---------------------------------------------------------------- one call per replay event
+    def write_sim_objects(self, camera: str, labels: np.ndarray, stamp_ns: int, log_ns: int,
+                          frame_id: str = '') -> None:
+        raw = mono8_image_cdr(labels, stamp_ns, frame_id or f'{camera}_optical_frame')
+        self._write(sim_objects_topic(camera), raw, log_ns)
+
     def write_frame(self, camera: str, real_raw: bytes, sim_rgb: np.ndarray, stamp_ns: int,
-                    log_ns: int) -> None:
-        """A recorded image and the twin's render of the same moment."""
+                    log_ns: int, sim_objects: np.ndarray | None = None) -> None:
+        """A recorded image and the twin's render of the same moment (and its object mask)."""
         self.write_real_image(camera, real_raw, log_ns)
         self.write_sim_image(camera, sim_rgb, stamp_ns, log_ns)
+        if sim_objects is not None:
+            self.write_sim_objects(camera, sim_objects, stamp_ns, log_ns)
 
     def write_joints(self, topic: str, raw: bytes, names: list[str], sim_q: np.ndarray,
                      stamp_ns: int, log_ns: int) -> None:
@@ -129,6 +148,7 @@ class PairedEpisodeWriter:
         """Close the bag, write ``episode.yaml`` (status complete) and move it into place."""
         self._writer.close()
         data = {'format': FORMAT, 'status': COMPLETE, 'cameras': self.cameras,
+                **({'objects': self.objects} if self.objects is not None else {}),
                 'joint_topic': self.joint_topic, 'command_topic': self.command_topic,
                 'counts': dict(self.counts), **sidecar}
         write_sidecar(self.partial, data)

@@ -87,6 +87,11 @@ class TwinBackend(Protocol):
     def render_segmentation(self, camera: str, distort: bool = True) -> dict[str, np.ndarray]:
         """Boolean mask per object name (for alignment by render-and-compare)."""
 
+    def capture_objects(self, camera: str, distort: bool = True) -> Exposure:
+        """Like ``capture``, of which object each pixel shows: image() is HxW uint8, 1 + the
+        index into ``object_names``, 0 elsewhere (``objects_exposure`` for a backend without
+        it)."""
+
     def set_object_pose(self, name: str, pos: np.ndarray,
                         quat: np.ndarray = (1.0, 0.0, 0.0, 0.0)) -> None:
         """Place object `name` at centre pos (base frame), orientation quat (w x y z), at rest."""
@@ -95,6 +100,22 @@ class TwinBackend(Protocol):
         """name -> {'pos': [3], 'quat': [4], 'lin_vel': [3], 'ang_vel': [3]}."""
 
     def close(self) -> None: ...
+
+
+def objects_exposure(backend: object, camera: str) -> Exposure:
+    """``backend.capture_objects(camera)``; from its ``render_segmentation`` at once where it
+    has no such snapshot."""
+    capture = getattr(backend, 'capture_objects', None)
+    if capture is not None:
+        return capture(camera)
+    masks = backend.render_segmentation(camera)
+    names = list(getattr(backend, 'object_names', masks))
+    first = next(iter(masks.values()))
+    labels = np.zeros(first.shape[:2], dtype=np.uint8)
+    for i, name in enumerate(names):
+        if name in masks:
+            labels[masks[name]] = i + 1
+    return ReadyExposure(labels)
 
 
 def scale_lights(backend: object, factor: float) -> None:

@@ -45,6 +45,36 @@ class _Exposure:
             return self._image
 
 
+class _ObjectsExposure:
+    """A segmentation snapshot of a camera (its own renderer): render() draws the labels,
+    image() gives HxW uint8 object ids, 1 + index into ``object_names``, 0 elsewhere (the arm,
+    the table and its markers)."""
+
+    def __init__(self, renderer: mujoco.Renderer, lens: Lens, distort: bool,
+                 geom_object: np.ndarray) -> None:
+        self._renderer, self._lens, self._distort = renderer, lens, distort
+        self._geom_object = geom_object
+        self._seg: np.ndarray | None = None
+        self._image: np.ndarray | None = None
+        self._lock = threading.Lock()
+
+    def render(self) -> None:
+        self._seg = self._renderer.render()
+
+    def image(self) -> np.ndarray:
+        with self._lock:
+            if self._image is None:
+                if self._seg is None:
+                    raise RuntimeError('render() the exposure before asking for its image')
+                seg, self._seg = self._seg, None
+                ids, types = seg[..., 0], seg[..., 1]
+                is_geom = (types == int(mujoco.mjtObj.mjOBJ_GEOM)) & (ids >= 0)
+                labels = self._geom_object[np.where(is_geom, ids, -1)].astype(np.uint8)
+                self._image = (self._lens.distort_labels(labels) if self._distort
+                               else self._lens.crop(labels).copy())
+            return self._image
+
+
 class TwinNotBuiltError(RuntimeError):
     """A MujocoTwin method that needs a world was called before build()."""
 
@@ -67,6 +97,7 @@ class MujocoTwin:
         self.scene: TwinScene | None = None
         self._twin: TwinModel | None = None
         self._renderers: dict[str, mujoco.Renderer] = {}
+        self._label_renderers: dict[str, mujoco.Renderer] = {}   # segmentation, made on demand
         self._stale = False   # physics stepped since the last forward pass
 
     # ------------------------------------------------------------------ world
@@ -291,6 +322,30 @@ class MujocoTwin:
         renderer.update_scene(self._forward(), camera=self._camera_ids[camera])
         return _Exposure(renderer, self._twin.lenses[camera], distort)
 
+    def prepare_objects(self) -> None:
+        """Make each camera's segmentation renderer, in the calling thread (the one that will
+        draw the snapshots: a GL context belongs to the thread that made it)."""
+        self._need()
+        for cam, lens in self._twin.lenses.items():
+            if cam not in self._label_renderers:
+                renderer = mujoco.Renderer(self.model, height=lens.render_height,
+                                           width=lens.render_width)
+                renderer.enable_segmentation_rendering()
+                self._label_renderers[cam] = renderer
+
+    def capture_objects(self, camera: str, distort: bool = True) -> _ObjectsExposure:
+        """Snapshot which object each pixel of ``camera`` shows now, like ``capture`` (a
+        segmentation renderer of the camera's own, so both snapshots can be pending): the
+        object masks a replay writes beside its renders. Any thread once ``prepare_objects``
+        has run in the drawing one (here it runs first if it has not)."""
+        self._renderer(camera)
+        if camera not in self._label_renderers:
+            self.prepare_objects()
+        renderer = self._label_renderers[camera]
+        renderer.update_scene(self._forward(), camera=self._camera_ids[camera])
+        objects = np.where(self._geom_label <= len(self.object_names), self._geom_label, 0)
+        return _ObjectsExposure(renderer, self._twin.lenses[camera], distort, objects)
+
     def render_labels(self, camera: str, distort: bool = True) -> np.ndarray:
         """HxW uint16: 1 + index into labelled_names per pixel, 0 where none is seen."""
         renderer = self._renderer(camera)
@@ -314,9 +369,10 @@ class MujocoTwin:
         return {name: labels == i + 1 for i, name in enumerate(self.labelled_names)}
 
     def close(self) -> None:
-        for renderer in self._renderers.values():
+        for renderer in [*self._renderers.values(), *self._label_renderers.values()]:
             renderer.close()
         self._renderers.clear()
+        self._label_renderers.clear()
         self._scene_key = None  # the next build composes anew
 
     def __enter__(self) -> 'MujocoTwin':

@@ -37,7 +37,7 @@ from comsim_core.episodes.paired import PairedEpisodeWriter, appearance_variant_
 from comsim_core.episodes.reader import FLOAT_ARRAY, IMAGE, TRAJECTORY
 from comsim_core.episodes.tracks import JointTrack
 from comsim_core.errors import UserError
-from comsim_twin.backends.base import Exposure, scale_lights
+from comsim_twin.backends.base import Exposure, objects_exposure, scale_lights
 from comsim_twin.replay.threads import BackgroundCalls, Turns, run_ahead
 from comsim_twin.scene import TwinScene
 
@@ -54,7 +54,8 @@ class ReplayError(UserError, ValueError):
 class ReplayEvent:
     """One recorded message and what the twin produced for it.
 
-    kind 'image': ``sim_image`` is the twin's render of ``camera`` at ``stamp_ns``;
+    kind 'image': ``sim_image`` is the twin's render of ``camera`` at ``stamp_ns`` (and
+    ``sim_objects`` its object ids per pixel, when the replay captures them);
     kind 'joints': ``sim_q`` is the twin arm's achieved position at ``stamp_ns``;
     kind 'command': a recorded command, applied to the twin in dynamic mode.
     """
@@ -66,11 +67,17 @@ class ReplayEvent:
     camera: str | None = None
     exposure: Exposure | None = None
     sim_q: np.ndarray | None = None
+    objects: Exposure | None = None
 
     @property
     def sim_image(self) -> np.ndarray | None:
         """The render (lens warp included), computed in the thread that first asks for it."""
         return None if self.exposure is None else self.exposure.image()
+
+    @property
+    def sim_objects(self) -> np.ndarray | None:
+        """HxW uint8 object ids of the render (1 + index in ``object_names``), if captured."""
+        return None if self.objects is None else self.objects.image()
 
 
 def camera_topics(scene: TwinScene) -> dict[str, str]:
@@ -85,12 +92,17 @@ class EpisodeReplay:
 
     def __init__(self, episode: Episode, scene: TwinScene, backend: Any,
                  mode: str = 'kinematic', joint_topic: str = '/joint_states',
-                 command_topic: str | None = None, use_velocity: bool = True) -> None:
+                 command_topic: str | None = None, use_velocity: bool = True,
+                 object_masks: bool = False) -> None:
+        """``object_masks``: also snapshot which object each rendered pixel shows."""
         if mode not in MODES:
             raise ReplayError(f'mode {mode!r} unknown; choose one of {MODES}')
         self.episode, self.scene, self.backend, self.mode = episode, scene, backend, mode
         self.joint_topic = joint_topic
         self.use_velocity = use_velocity   # kinematic: place the arm with its recorded velocity
+        self.object_masks = object_masks
+        if object_masks and hasattr(backend, 'prepare_objects'):
+            backend.prepare_objects()   # here: the snapshots are drawn in this thread
         self.cameras = camera_topics(scene)
         self._check_cameras()
         self.command_topic = self._find_command_topic(command_topic)
@@ -188,6 +200,8 @@ class EpisodeReplay:
             for ev in recorded:
                 if ev.exposure is not None:
                     ev.exposure.render()
+                    if ev.objects is not None:
+                        ev.objects.render()
                     turns.give_back(ev.camera)
                 yield ev
         finally:
@@ -215,7 +229,9 @@ class EpisodeReplay:
                 self.frames += 1
                 turns.take(camera)
                 yield ReplayEvent('image', topic, raw, log_ns, stamp, camera,
-                                  exposure=b.capture(camera))
+                                  exposure=b.capture(camera),
+                                  objects=(objects_exposure(b, camera) if self.object_masks
+                                           else None))
             elif topic == self.joint_topic:
                 stamp = self._stamp(raw, log_ns)
                 self._advance_to(stamp)
@@ -294,7 +310,7 @@ def _has_exposure(ev: ReplayEvent) -> bool:
 
 
 def _write_frame(writer: PairedEpisodeWriter, ev: ReplayEvent) -> None:
-    writer.write_frame(ev.camera, ev.raw, ev.sim_image, ev.stamp_ns, ev.log_ns)
+    writer.write_frame(ev.camera, ev.raw, ev.sim_image, ev.stamp_ns, ev.log_ns, ev.sim_objects)
 
 
 def paired_path(out_dir: str | Path, episode_path: str | Path, mode: str,
@@ -309,13 +325,15 @@ def replay_episode(episode_path: str | Path, scene: TwinScene, backend: Any,
                    mode: str = 'kinematic', out_dir: str | Path = 'output/paired',
                    joint_topic: str = '/joint_states', command_topic: str | None = None,
                    scene_file: str | Path | None = None, variant: int = 0,
-                   light_scale: float = 1.0, appearance: dict | None = None) -> Path:
+                   light_scale: float = 1.0, appearance: dict | None = None,
+                   object_masks: bool = False) -> Path:
     """Replay one recorded episode in the twin; returns the paired episode directory.
 
     Builds ``scene`` in ``backend`` (any ``TwinBackend``), its lights scaled by
     ``light_scale``, starts from the recorded initial joint state and writes
     ``paired_path(out_dir, episode_path, mode, variant)``; ``appearance`` (the look drawn for
-    a variant) goes into its sidecar.
+    a variant) goes into its sidecar. ``object_masks``: each render's object ids beside it
+    (``comsim_core.episodes.paired.sim_objects_topic``).
     """
     episode_path = Path(episode_path).resolve()
     out = paired_path(out_dir, episode_path, mode, variant)
@@ -323,9 +341,11 @@ def replay_episode(episode_path: str | Path, scene: TwinScene, backend: Any,
     with Episode.open(episode_path) as episode:
         backend.build(scene)
         scale_lights(backend, light_scale)
-        replay = EpisodeReplay(episode, scene, backend, mode, joint_topic, command_topic)
+        replay = EpisodeReplay(episode, scene, backend, mode, joint_topic, command_topic,
+                               object_masks=object_masks)
         writer = PairedEpisodeWriter(out, list(replay.cameras), joint_topic,
-                                     replay.command_topic, replay.command_msgtype)
+                                     replay.command_topic, replay.command_msgtype,
+                                     list(backend.object_names) if object_masks else None)
         background = BackgroundCalls()
         try:
             for ev in replay.events():
