@@ -5,11 +5,13 @@ import pytest
 from ns_helpers import one_thread, tiny_config  # noqa: F401
 from rosbags.typesys import Stores, get_typestore
 
+from comsim_core.episodes.encode import mono8_image_cdr
+from comsim_core.episodes.paired import sim_objects_topic
 from comsim_core.episodes.topics import TopicSpec
 from comsim_core.episodes.writer import EpisodeBagWriter
 from comsim_neural_sim.config import NeuralSimConfig
 from comsim_neural_sim.data import ClipDataset, load_paired_episode, synthetic_pair
-from comsim_neural_sim.data.clips import load_paired_dir
+from comsim_neural_sim.data.clips import PairedClip, load_paired_dir
 from comsim_neural_sim.errors import (
     AutoencoderNotFoundError,
     ConfigError,
@@ -70,12 +72,14 @@ def _joint_state(t_ns, pos):
     return bytes(TS.serialize_cdr(msg, 'sensor_msgs/msg/JointState'))
 
 
-def _write_paired(path, clip, with_sim=True):
+def _write_paired(path, clip, with_sim=True, objects=None):
     topics = [TopicSpec('/joint_states', 'sensor_msgs/msg/JointState'),
               TopicSpec('/real/cameras/front/image_raw', 'sensor_msgs/msg/Image'),
               TopicSpec(CMD, 'trajectory_msgs/msg/JointTrajectory')]
     if with_sim:
         topics.append(TopicSpec('/sim/cameras/front/image_raw', 'sensor_msgs/msg/Image'))
+    if objects is not None:
+        topics.append(TopicSpec(sim_objects_topic('front'), 'sensor_msgs/msg/Image'))
     w = EpisodeBagWriter(path, topics)
     w.open()
     for i in range(len(clip.real)):
@@ -84,6 +88,8 @@ def _write_paired(path, clip, with_sim=True):
         w.write('/real/cameras/front/image_raw', _image(t, clip.real[i]), t)
         if with_sim:
             w.write('/sim/cameras/front/image_raw', _image(t, clip.sim[i]), t)
+        if objects is not None:
+            w.write(sim_objects_topic('front'), mono8_image_cdr(objects[i], t, ''), t)
     w.close()
     return path
 
@@ -97,6 +103,30 @@ def test_paired_episode_reads_back_and_missing_stream_is_named(tmp_path):
     np.testing.assert_allclose(got.actions, clip.actions, atol=1e-6)
     with pytest.raises(MissingStreamError, match='/sim/cameras/front/image_raw'):
         load_paired_episode(_write_paired(tmp_path / 'nosim', clip, with_sim=False))
+
+
+def test_object_masks_of_a_pair_become_loss_weights_at_the_model_resolution(tmp_path):
+    """The replay's object ids come back per frame; the dataset gives the fraction of each
+    model pixel they cover, only when the loss weighs objects (zeros otherwise or without)."""
+    clip = synthetic_pair(5, 12, 16, seed=3)
+    objects = np.zeros((5, 12, 16), np.uint8)
+    objects[:, 4:8, 8:12] = 1                           # a 4x4 object in the right half
+    got = load_paired_episode(_write_paired(tmp_path / 'ep', clip, objects=objects))
+    np.testing.assert_array_equal(got.objects, objects)
+    assert load_paired_episode(_write_paired(tmp_path / 'plain', clip)).objects is None
+    cfg = tiny_config(frames=4, height=12, width=16, patch_size=4, object_loss_weight=5.0)
+    item = ClipDataset([got], cfg)[0]
+    assert item['objects'].shape == (4, 1, 12, 16)
+    np.testing.assert_array_equal(item['objects'][0, 0].numpy(), objects[0] > 0)
+    half = tiny_config(frames=4, height=4, width=8, patch_size=4, object_loss_weight=5.0)
+    small = ClipDataset([got], half)[0]['objects'][0, 0]
+    assert small.shape == (4, 8) and small[:, :3].sum() == 0 and small[1:3, 4:6].min() > 0.2
+    assert ClipDataset([got], tiny_config(frames=4, height=12, width=16, patch_size=4)
+                       )[0]['objects'].abs().sum() == 0   # weight 1: not needed
+    with pytest.raises(InputShapeError, match='object masks'):
+        PairedClip(clip.real, clip.sim, clip.actions, 'x', objects=objects[:, :6])
+    with pytest.raises(ConfigError, match='object_loss_weight'):
+        tiny_config(object_loss_weight=0.0)
 
 
 def test_paired_dir_skips_hidden_work_in_progress(tmp_path):

@@ -16,7 +16,7 @@ from comsim_neural_sim.sampling.guidance import BRANCHES
 from comsim_neural_sim.sampling.pipeline import NeuralSimPipeline
 from comsim_neural_sim.training import train
 from comsim_neural_sim.training.report import read_csv
-from comsim_neural_sim.training.train import main
+from comsim_neural_sim.training.train import frame_losses, main
 
 
 @pytest.fixture(scope='module')
@@ -120,3 +120,30 @@ def test_the_checkpoint_holds_the_weight_average_and_resume_carries_it_on(traine
     train(cfg, [clip], run, resume=True, steps=6, log=lambda s: None)
     assert json.loads((run / 'train_state' / 'state.json').read_text())['ema_step'] == 6
     assert not [p for p in run.iterdir() if p.name.startswith('.')]   # no scratch left
+
+
+def test_object_weighted_loss_counts_object_pixels_more_and_is_plain_without_them():
+    pred, target = torch.zeros(1, 2, 3, 4, 4), torch.zeros(1, 2, 3, 4, 4)
+    objects = torch.zeros(1, 2, 1, 4, 4)
+    objects[0, 0, 0, 0, 0] = 1.0                         # frame 0: one object pixel
+    target[0, :, :, 0, 0] = 1.0                          # the error sits on that pixel
+    plain = frame_losses(pred, target, objects, 1.0)
+    np.testing.assert_allclose(plain.numpy(), [[1 / 16, 1 / 16]])
+    weighted = frame_losses(pred, target, objects, 9.0)
+    np.testing.assert_allclose(weighted.numpy(), [[9 / 24, 1 / 16]], rtol=1e-6)
+    # an error off the objects weighs less where the frame has objects
+    target2 = torch.zeros_like(target)
+    target2[0, :, :, 3, 3] = 1.0
+    np.testing.assert_allclose(frame_losses(pred, target2, objects, 9.0).numpy(),
+                               [[1 / 24, 1 / 16]], rtol=1e-6)
+
+
+def test_training_on_pairs_with_object_masks_runs_with_the_weight(tmp_path):
+    cfg = tiny_config(object_loss_weight=8.0, log_every=5)
+    clip = synthetic_pair(4, 16, 16, seed=1)
+    objects = np.zeros((4, 16, 16), np.uint8)
+    objects[:, 4:8, 4:8] = 1
+    from comsim_neural_sim.data.clips import PairedClip  # noqa: PLC0415
+    masked = PairedClip(clip.real, clip.sim, clip.actions, 'm', objects=objects)
+    res = train(cfg, [masked, clip], tmp_path / 'ckpt', steps=10, log=lambda s: None)
+    assert np.isfinite(res.last_loss) and res.steps == 10

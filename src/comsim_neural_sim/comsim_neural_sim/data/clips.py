@@ -2,8 +2,9 @@
 
 A paired episode is a rosbag2 episode holding ``/real/cameras/<cam>/image_raw`` and
 ``/sim/cameras/<cam>/image_raw`` with the same header stamps, ``/joint_states`` and the command
-topic. The action of a frame is the joint target in force at that frame (the measured joint
-position before the first command arrives).
+topic, and where the replay wrote them ``/sim/cameras/<cam>/objects`` (which twin object each
+render pixel shows). The action of a frame is the joint target in force at that frame (the
+measured joint position before the first command arrives).
 """
 
 from __future__ import annotations
@@ -18,19 +19,21 @@ from torch.utils.data import Dataset
 
 from ..config import NeuralSimConfig
 from ..errors import InputShapeError, MissingStreamError, NeuralSimError
-from .frames import frames_to_tensor
+from .frames import frames_to_tensor, resize_clip
 
 
 @dataclass
 class PairedClip:
     """One camera of a paired episode in memory: (T, H, W, 3) uint8 real and sim, (T, A)
-    actions; ``camera`` '' means the config's first camera."""
+    actions, (T, H, W) uint8 object ids of the sim frames where the replay wrote them (0: no
+    object); ``camera`` '' means the config's first camera."""
 
     real: np.ndarray
     sim: np.ndarray
     actions: np.ndarray
     name: str = ''
     camera: str = ''
+    objects: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.real)
@@ -40,6 +43,9 @@ class PairedClip:
         if self.actions.ndim != 2 or len(self.actions) != n:
             raise InputShapeError(f'{self.name}: actions {self.actions.shape} do not give one '
                                   f'row per frame ({n} frames)')
+        if self.objects is not None and self.objects.shape != self.sim.shape[:3]:
+            raise InputShapeError(f'{self.name}: object masks {self.objects.shape} do not '
+                                  f'match the sim frames {self.sim.shape[:3]}')
 
 
 def paired_topics(camera: str) -> tuple[str, str]:
@@ -51,25 +57,30 @@ def load_paired_episode(path: str | Path, camera: str = 'front',
                         joint_topic: str = '/joint_states') -> PairedClip:
     """Read one paired episode; ``MissingStreamError`` names any absent stream."""
     from comsim_core.episodes import Episode  # noqa: PLC0415  (ROS-free import, but heavy)
+    from comsim_core.episodes.paired import sim_objects_topic  # noqa: PLC0415
 
     real_t, sim_t = paired_topics(camera)
+    objects_t = sim_objects_topic(camera)
     with Episode.open(path) as ep:
         topics = ep.topics
         missing = [t for t in (real_t, sim_t, joint_topic, command_topic) if t not in topics]
         if missing:
             raise MissingStreamError(f'paired episode {path} lacks {missing}; it has {topics}')
-        real, sim, actions = [], [], []
-        for fr in ep.frames([real_t, sim_t], joint_topic=joint_topic,
+        images = [real_t, sim_t] + ([objects_t] if objects_t in topics else [])
+        real, sim, objects, actions = [], [], [], []
+        for fr in ep.frames(images, joint_topic=joint_topic,
                             command_topic=command_topic, skip_unaligned=True):
             real.append(fr.images[real_t])
             sim.append(fr.images[sim_t])
+            if objects_t in fr.images:
+                objects.append(fr.images[objects_t][..., 0])   # mono8 decodes to 3 channels
             cmd = fr.command if fr.command is not None else fr.joint_position
             actions.append(np.asarray(cmd, dtype=np.float32))
     if not real:
         raise NeuralSimError(f'paired episode {path}: no frame where real, sim and joint states '
                              f'align')
     return PairedClip(np.stack(real), np.stack(sim), np.stack(actions), Path(path).name,
-                      camera)
+                      camera, np.stack(objects) if objects else None)
 
 
 def load_paired_dir(directory: str | Path, cameras: str | Sequence[str] = 'front',
@@ -120,7 +131,7 @@ class ClipDataset(Dataset):
         if not clips:
             raise NeuralSimError('no paired clips to train on')
         self.cfg = cfg
-        self.items: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
+        self.items: list[tuple[torch.Tensor, ...]] = []
         self.index: list[tuple[int, int]] = []
         for clip in clips:
             if clip.actions.shape[1] != cfg.action_dim:
@@ -137,7 +148,8 @@ class ClipDataset(Dataset):
             if codec is not None:
                 real, sim = codec.encode(real).cpu(), codec.encode(sim).cpu()
             k = len(self.items)
-            self.items.append((real, sim, normalise_actions(clip.actions, cfg), cam))
+            self.items.append((real, sim, normalise_actions(clip.actions, cfg), cam,
+                               object_weights(clip, cfg)))
             starts = range(0, len(clip.real) - cfg.frames + 1, max(1, cfg.clip_stride))
             self.index.extend((k, s) for s in starts)
         if not self.index:
@@ -148,7 +160,17 @@ class ClipDataset(Dataset):
 
     def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
         k, s = self.index[i]
-        real, sim, act, cam = self.items[k]
+        real, sim, act, cam, objects = self.items[k]
         f = self.cfg.frames
         return {'real': real[s:s + f], 'sim': sim[s:s + f], 'actions': act[s:s + f],
-                'camera': cam}
+                'camera': cam, 'objects': objects[s:s + f]}
+
+
+def object_weights(clip: PairedClip, cfg: NeuralSimConfig) -> torch.Tensor:
+    """(T, 1, h, w) float at the resolution the model denoises: how much of each of its pixels
+    the twin's objects cover (0 without masks, or when the loss does not weigh them)."""
+    h, w = cfg.model_hw
+    if clip.objects is None or cfg.object_loss_weight == 1.0:
+        return torch.zeros(len(clip.sim), 1, h, w)
+    covered = torch.from_numpy(np.ascontiguousarray(clip.objects > 0)).float()[:, None]
+    return resize_clip(covered, h, w).clamp(0, 1)

@@ -143,7 +143,8 @@ def train(cfg: NeuralSimConfig, clips: list[PairedClip], out: str | Path, resume
         with accel.autocast():
             pred = model(noisy, t.to(real.device), sim, act, masks.sim_keep, masks.action_keep,
                          context=real, context_mask=ctx, camera=batch['camera']).sample
-        per_frame = ((pred.float() - target) ** 2).mean(dim=(2, 3, 4))
+        per_frame = frame_losses(pred.float(), target, batch['objects'].to(real.device),
+                                 cfg.object_loss_weight)
         weight = 1.0 - ctx
         loss = (per_frame * weight).sum() / weight.sum().clamp_min(1.0)
         accel.backward(loss)
@@ -180,6 +181,18 @@ def train(cfg: NeuralSimConfig, clips: list[PairedClip], out: str | Path, resume
     accel.wait_for_everyone()
     rate = seen / max(time.perf_counter() - t0, 1e-9)
     return TrainResult(total, first, last, rate, out)
+
+
+def frame_losses(pred: torch.Tensor, target: torch.Tensor, objects: torch.Tensor,
+                 object_weight: float) -> torch.Tensor:
+    """(B, T) mean squared error per frame; pixels covered by objects (``objects`` (B, T, 1,
+    h, w) in [0, 1]) weighted ``object_weight``, the rest 1, the mean taken over the weights
+    (so a frame without objects, or a weight of 1, gives the plain mean)."""
+    err = (pred - target) ** 2
+    if object_weight == 1.0:
+        return err.mean(dim=(2, 3, 4))
+    w = 1.0 + (object_weight - 1.0) * objects
+    return (err * w).mean(dim=(2, 3, 4)) / w.mean(dim=(2, 3, 4))
 
 
 def _save(out: Path, cfg: NeuralSimConfig, model: torch.nn.Module, averaged: torch.nn.Module,
