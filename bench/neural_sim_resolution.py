@@ -108,8 +108,9 @@ def plain_episodes(run: Path, sim_dir: Path, exclude: set[str], per_region: int
 
 def appearance_pairs(run: Path, paired: Path, out: Path, n: int) -> list[Path]:
     """Every pair of the run replayed ``n`` more times with the twin's look redrawn (the run's
-    generation config and seed; its aligned scenes); kept where already on disk. Returns those
-    ``n`` per pair only: a folder reused with another ``n`` holds others."""
+    generation config and seed; its aligned scenes), with the object masks a variant with an
+    ``object_loss_weight`` needs; kept where already on disk. Returns those ``n`` per pair
+    only: a folder reused with another ``n`` holds others."""
     from comsim_core.episodes import find_episodes
     from comsim_core.episodes.sidecar import read_sidecar
     from comsim_twin.backends import make_backend
@@ -126,7 +127,8 @@ def appearance_pairs(run: Path, paired: Path, out: Path, n: int) -> list[Path]:
             side = read_sidecar(pair) or {}
             scene_file = Path(side['twin_scene_file'])
             made += replay_variants(Path(side['source_episode']), TwinScene.load(scene_file),
-                                    backend, out, n, generation, seed, side['mode'], scene_file)
+                                    backend, out, n, generation, seed, side['mode'], scene_file,
+                                    object_masks=True)
     finally:
         backend.close()
     return made

@@ -189,7 +189,8 @@ def twin_stage(out: Path, episodes_dir: Path, cfg: ExperimentConfig, scale: Scal
                          sim_per_task=scale.generated + scale.generated_extra,
                          seed=cfg.generation_seed, workers=os.cpu_count() or 1, log=log,
                          generation=generation_config(cfg, out / 'twin'),
-                         appearance_variants=pair_variants(cfg))
+                         appearance_variants=pair_variants(cfg),
+                         object_masks=weighs_objects(cfg))
     scores = score_twin(LabConfig.load(LAB_YAML),
                         {cam: (res.cameras[cam].K, res.cameras[cam].T_base_camera)
                          for cam in res.calibration},
@@ -404,6 +405,14 @@ def settings(args, cfg: ExperimentConfig, scale: Scale) -> dict:
             'configs': config_digests(cfg, scale),
             # absent when 0, as in the runs made before the option: those resume unchanged
             **({'pair_appearance_variants': variants} if (variants := pair_variants(cfg)) else {})}
+
+
+def weighs_objects(cfg: ExperimentConfig) -> bool:
+    """Whether the neural simulator weighs objects in its loss: then the twin's replays write
+    the object masks it needs."""
+    from comsim_neural_sim.config import NeuralSimConfig
+
+    return NeuralSimConfig.from_yaml(ROOT / cfg.neural_sim_config).object_loss_weight != 1.0
 
 
 def pair_variants(cfg: ExperimentConfig) -> int:

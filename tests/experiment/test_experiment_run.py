@@ -300,3 +300,15 @@ def test_appearance_variant_pairs_are_a_run_setting_only_when_made(tmp_path):
                                               'appearance_randomisation: false'))
     off = main_job.parse_args(['--scale', 'paper', '--config', str(plain)])
     assert main_job.pair_variants(main_job.experiment_settings(off)[0]) == 0
+
+
+def test_the_twin_writes_object_masks_only_for_a_neural_simulator_that_weighs_them(tmp_path):
+    sys.path.insert(0, str(ROOT / 'scripts'))
+    import main_job  # noqa: PLC0415
+
+    cfg, _ = main_job.experiment_settings(main_job.parse_args(['--scale', 'paper']))
+    assert not main_job.weighs_objects(cfg)
+    weighted = tmp_path / 'neural_sim.yaml'
+    weighted.write_text((ROOT / cfg.neural_sim_config).read_text()
+                        + '\nobject_loss_weight: 8.0\n')
+    assert main_job.weighs_objects(dataclasses.replace(cfg, neural_sim_config=str(weighted)))

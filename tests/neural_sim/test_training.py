@@ -145,5 +145,10 @@ def test_training_on_pairs_with_object_masks_runs_with_the_weight(tmp_path):
     objects[:, 4:8, 4:8] = 1
     from comsim_neural_sim.data.clips import PairedClip  # noqa: PLC0415
     masked = PairedClip(clip.real, clip.sim, clip.actions, 'm', objects=objects)
-    res = train(cfg, [masked, clip], tmp_path / 'ckpt', steps=10, log=lambda s: None)
+    said = []
+    res = train(cfg, [masked, clip], tmp_path / 'ckpt', steps=10, log=said.append)
     assert np.isfinite(res.last_loss) and res.steps == 10
+    assert 'object masks in 1 of 2 clips' in said[0]
+    from comsim_neural_sim.errors import NeuralSimError  # noqa: PLC0415
+    with pytest.raises(NeuralSimError, match='no paired episode has them'):
+        train(cfg, [clip], tmp_path / 'none', steps=1, log=lambda s: None)

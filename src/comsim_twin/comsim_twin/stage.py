@@ -54,9 +54,10 @@ def calibrate(calibration_bag: Path, out: Path) -> tuple[dict[str, TwinCamera], 
 
 def replay_variants(path: Path, scene: TwinScene, backend, out_dir: Path, n: int,
                     generation: GenerationConfig, seed: int, mode: str = 'dynamic',
-                    scene_file: Path | None = None) -> list[Path]:
+                    scene_file: Path | None = None, object_masks: bool = False) -> list[Path]:
     """Replay a recorded episode ``n`` more times, each in the aligned scene with its look
-    redrawn as generation draws it (``appearance_variant``); one already on disk is kept."""
+    redrawn as generation draws it (``appearance_variant``); one already on disk is kept.
+    ``object_masks``: each render's object ids beside it (``replay_episode``)."""
     out = []
     for k in range(1, n + 1):
         done = paired_path(out_dir, path, mode, k)
@@ -66,7 +67,8 @@ def replay_variants(path: Path, scene: TwinScene, backend, out_dir: Path, n: int
             done = replay_episode(path, rnd.scene, backend, mode=mode, out_dir=out_dir,
                                   scene_file=scene_file, variant=k,
                                   light_scale=rnd.light_scale,
-                                  appearance={'seed': look_seed, **rnd.params})
+                                  appearance={'seed': look_seed, **rnd.params},
+                                  object_masks=object_masks)
         out.append(done)
     return out
 
@@ -74,13 +76,16 @@ def replay_variants(path: Path, scene: TwinScene, backend, out_dir: Path, n: int
 def run_twin_stage(calibration_bag: Path, episodes: list[Path], out: Path,
                    sim_per_task: int = 6, mode: str = 'dynamic', workers: int = 2,
                    seed: int = 0, log=print, generation: GenerationConfig | None = None,
-                   appearance_variants: int = 0) -> TwinStageResult:
+                   appearance_variants: int = 0, object_masks: bool = False
+                   ) -> TwinStageResult:
     """Calibrate, align every episode, replay it in the twin, generate sim episodes per task.
 
     ``generation`` replaces config/twin/generation.yaml (the experiment lays its episodes out
     over the workspace, at the policy's camera rate, with or without appearance randomisation).
     ``appearance_variants`` n > 0 replays every episode n more times into
     ``out/paired_appearance``, its look redrawn by generation's ``randomise`` each time.
+    ``object_masks``: the replays write each render's object ids beside it (for a neural
+    simulator that weighs objects in its loss).
     """
     out = Path(out)
     t0 = time.monotonic()
@@ -105,13 +110,14 @@ def run_twin_stage(calibration_bag: Path, episodes: list[Path], out: Path,
             base_scenes.setdefault(task, scene)
             t1 = time.monotonic()
             paired = replay_episode(path, scene, backend, mode=mode, out_dir=out / 'paired',
-                                    scene_file=scene_file)
+                                    scene_file=scene_file, object_masks=object_masks)
             result.paired[path.name] = paired
             result.gaps[path.name] = gap_report(paired)
             if appearance_variants > 0:
                 result.variants[path.name] = replay_variants(
                     path, scene, backend, out / 'paired_appearance', appearance_variants,
-                    generation or GenerationConfig.load(), seed, mode, scene_file)
+                    generation or GenerationConfig.load(), seed, mode, scene_file,
+                    object_masks)
             t_replay += time.monotonic() - t1
             log(f'[twin] {path.name}: aligned ({len(report.objects)} objects), replayed '
                 f'({mode}, {1 + appearance_variants} looks), '

@@ -94,6 +94,14 @@ def train(cfg: NeuralSimConfig, clips: list[PairedClip], out: str | Path, resume
     elif cfg.action_mean is None:
         mean, std = action_stats(clips)
         cfg = cfg.replace(action_mean=mean, action_std=std)
+    if cfg.object_loss_weight != 1.0:
+        masked = sum(c.objects is not None for c in clips)
+        if not masked:
+            raise NeuralSimError(f'object_loss_weight {cfg.object_loss_weight} weighs the '
+                                 'twin\'s object masks, but no paired episode has them (replay '
+                                 'with object masks, /sim/cameras/<cam>/objects)')
+        if masked < len(clips):
+            log(f'object masks in {masked} of {len(clips)} clips: the others train unweighted')
     codec = LatentCodec.from_pretrained(cfg.autoencoder_path) if cfg.space == 'latent' else None
     if codec is not None:
         codec.vae.to(accel.device)
