@@ -50,6 +50,18 @@ def test_batch_is_resumable_and_reports_the_gap(recorded, tmp_path, capsys):
     assert (paired / 'metadata.yaml').stat().st_mtime_ns == mtime
 
 
+def test_object_masks_on_request(recorded, tmp_path, capsys):
+    bag, scene_file = recorded
+    out = tmp_path / 'paired'
+    assert main([str(bag), '--scene', str(scene_file), '--out', str(out), '--no-gap',
+                 '--object-masks']) == 0
+    paired = out / f'{bag.name}_kinematic'
+    assert read_sidecar(paired)['objects'] == ['card']
+    with Episode.open(paired) as ep:
+        assert ep.streams['/sim/cameras/front/objects'].count == \
+            ep.streams['/sim/cameras/front/image_raw'].count > 5
+
+
 def test_interrupted_output_is_replayed_again(recorded, tmp_path, capsys):
     bag, scene_file = recorded
     out = tmp_path / 'paired'

@@ -39,6 +39,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument('--mode', choices=MODES, default='kinematic')
     ap.add_argument('--backend', choices=BACKENDS, default='mujoco')
     ap.add_argument('--no-gap', action='store_true', help='skip the PSNR/SSIM gap report')
+    ap.add_argument('--object-masks', action='store_true',
+                    help="also write which object each render pixel shows "
+                         "(/sim/cameras/<cam>/objects; a neural simulator's object_loss_weight "
+                         'needs them)')
     return ap.parse_args(argv)
 
 
@@ -91,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _pair(bag: Path, scene: TwinScene, backend, args: argparse.Namespace, out: Path) -> str:
     """Replay one episode (and its gap report); only a fully paired one keeps its final name."""
-    path = replay_episode(bag, scene, backend, args.mode, args.out, scene_file=args.scene)
+    path = replay_episode(bag, scene, backend, args.mode, args.out, scene_file=args.scene,
+                          object_masks=args.object_masks)
     line = f'{args.mode} replay -> {path}'
     if not args.no_gap:
         try:
