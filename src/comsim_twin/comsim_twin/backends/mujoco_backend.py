@@ -45,6 +45,14 @@ class _Exposure:
             return self._image
 
 
+def _geom_labels(seg: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """A segmentation render (ids, types per pixel) -> ``table[geom id]`` per pixel, the
+    table's last entry where no geom is seen."""
+    ids, types = seg[..., 0], seg[..., 1]
+    is_geom = (types == int(mujoco.mjtObj.mjOBJ_GEOM)) & (ids >= 0)
+    return table[np.where(is_geom, ids, -1)]
+
+
 class _ObjectsExposure:
     """A segmentation snapshot of a camera (its own renderer): render() draws the labels,
     image() gives HxW uint8 object ids, 1 + index into ``object_names``, 0 elsewhere (the arm,
@@ -67,9 +75,7 @@ class _ObjectsExposure:
                 if self._seg is None:
                     raise RuntimeError('render() the exposure before asking for its image')
                 seg, self._seg = self._seg, None
-                ids, types = seg[..., 0], seg[..., 1]
-                is_geom = (types == int(mujoco.mjtObj.mjOBJ_GEOM)) & (ids >= 0)
-                labels = self._geom_object[np.where(is_geom, ids, -1)].astype(np.uint8)
+                labels = _geom_labels(seg, self._geom_object).astype(np.uint8)
                 self._image = (self._lens.distort_labels(labels) if self._distort
                                else self._lens.crop(labels).copy())
             return self._image
@@ -355,10 +361,7 @@ class MujocoTwin:
             seg = renderer.render()
         finally:
             renderer.disable_segmentation_rendering()
-        ids, types = seg[..., 0], seg[..., 1]
-        is_geom = (types == int(mujoco.mjtObj.mjOBJ_GEOM)) & (ids >= 0)
-        labels = np.where(is_geom, self._geom_label[np.where(is_geom, ids, -1)], 0)
-        labels = labels.astype(np.uint16)
+        labels = _geom_labels(seg, self._geom_label).astype(np.uint16)
         lens = self._twin.lenses[camera]
         return lens.distort_labels(labels) if distort else lens.crop(labels).copy()
 
