@@ -142,7 +142,8 @@ def early_start(run: Path, arm: Arm) -> bool:
     """Whether the arm starts before the run's neural simulator has finished: only an arm
     without pseudo-real data. Its normaliser is the run's all the same: translations copy the
     sim episodes' joint states and commands byte for byte, and the sim folder holds every
-    translated trajectory, so the pseudo-real folder adds nothing to the range."""
+    translated trajectory, so the pseudo-real folder adds nothing to the range (run
+    20261207-173656: A started early and C fitted ranges equal to 1.5e-8)."""
     if 'pseudo_real' in arm.counts or stage_record(run, 'neural_sim').is_file():
         return False
     print(f'{run.name}: the neural-sim stage has not finished; {arm.label} does not need it '
