@@ -40,9 +40,12 @@ class _Exposure:
                 if self._padded is None:
                     raise RuntimeError('render() the exposure before asking for its image')
                 padded, self._padded = self._padded, None
-                self._image = (self._lens.distort(padded) if self._distort
-                               else self._lens.crop(padded).copy())
+                self._image = self._develop(padded)
             return self._image
+
+    def _develop(self, padded: np.ndarray) -> np.ndarray:
+        """The padded render -> the camera's image (lens warp, or the ideal pinhole crop)."""
+        return self._lens.distort(padded) if self._distort else self._lens.crop(padded).copy()
 
 
 def _geom_labels(seg: np.ndarray, table: np.ndarray) -> np.ndarray:
@@ -53,32 +56,20 @@ def _geom_labels(seg: np.ndarray, table: np.ndarray) -> np.ndarray:
     return table[np.where(is_geom, ids, -1)]
 
 
-class _ObjectsExposure:
+class _ObjectsExposure(_Exposure):
     """A segmentation snapshot of a camera (its own renderer): render() draws the labels,
     image() gives HxW uint8 object ids, 1 + index into ``object_names``, 0 elsewhere (the arm,
     the table and its markers)."""
 
     def __init__(self, renderer: mujoco.Renderer, lens: Lens, distort: bool,
                  geom_object: np.ndarray) -> None:
-        self._renderer, self._lens, self._distort = renderer, lens, distort
+        super().__init__(renderer, lens, distort)
         self._geom_object = geom_object
-        self._seg: np.ndarray | None = None
-        self._image: np.ndarray | None = None
-        self._lock = threading.Lock()
 
-    def render(self) -> None:
-        self._seg = self._renderer.render()
-
-    def image(self) -> np.ndarray:
-        with self._lock:
-            if self._image is None:
-                if self._seg is None:
-                    raise RuntimeError('render() the exposure before asking for its image')
-                seg, self._seg = self._seg, None
-                labels = _geom_labels(seg, self._geom_object).astype(np.uint8)
-                self._image = (self._lens.distort_labels(labels) if self._distort
-                               else self._lens.crop(labels).copy())
-            return self._image
+    def _develop(self, padded: np.ndarray) -> np.ndarray:
+        labels = _geom_labels(padded, self._geom_object).astype(np.uint8)
+        return (self._lens.distort_labels(labels) if self._distort
+                else self._lens.crop(labels).copy())
 
 
 class TwinNotBuiltError(RuntimeError):
