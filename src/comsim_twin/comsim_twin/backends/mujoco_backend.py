@@ -141,6 +141,9 @@ class MujocoTwin:
             self._obj[name] = (model.body(name).id, int(model.jnt_qposadr[jid]),
                                int(model.jnt_dofadr[jid]))
         self._geom_label = self._label_table()
+        # the same table with the markers unlabelled: what the object snapshots show
+        self._geom_object = np.where(self._geom_label <= len(self.object_names),
+                                     self._geom_label, 0)
         self._camera_ids = {cam: model.camera(cam).id for cam in twin.lenses}
         for cam, lens in twin.lenses.items():
             self._renderers[cam] = mujoco.Renderer(model, height=lens.render_height,
@@ -340,8 +343,7 @@ class MujocoTwin:
             self.prepare_objects()
         renderer = self._label_renderers[camera]
         renderer.update_scene(self._forward(), camera=self._camera_ids[camera])
-        objects = np.where(self._geom_label <= len(self.object_names), self._geom_label, 0)
-        return _ObjectsExposure(renderer, self._twin.lenses[camera], distort, objects)
+        return _ObjectsExposure(renderer, self._twin.lenses[camera], distort, self._geom_object)
 
     def render_labels(self, camera: str, distort: bool = True) -> np.ndarray:
         """HxW uint16: 1 + index into labelled_names per pixel, 0 where none is seen."""
