@@ -97,11 +97,13 @@ def test_train_all_runs_the_last_arm_on_every_core(tmp_path, capfd):
 
 
 def test_a_resumed_arms_wall_time_counts_its_earlier_training(tmp_path):
-    """Resuming a finished arm does no step, yet its wall time (the report's) still counts
-    the training the first run did, as logged in its `train_s`."""
+    """Resuming a finished arm does no step and leaves its checkpoint's bytes alone, yet its
+    wall time (the report's) still counts the training the first run did, as logged in its
+    `train_s`."""
     import json
     import time
 
+    from comsim_policy.evaluation.journal import checkpoint_digest
     from comsim_policy.stage import train_policy
     from comsim_policy.training.data_setup import DataSpec
 
@@ -112,6 +114,7 @@ def test_a_resumed_arms_wall_time_counts_its_earlier_training(tmp_path):
     lines: list[str] = []
     with single_thread_cpu():
         first = train_policy('arm', 'move_card', specs, cfg, tmp_path / 'out', lines.append)
+        digest = checkpoint_digest(first.path)
         t0 = time.monotonic()
         again = train_policy('arm', 'move_card', specs, cfg, tmp_path / 'out', lines.append,
                              resume=True)
@@ -120,6 +123,8 @@ def test_a_resumed_arms_wall_time_counts_its_earlier_training(tmp_path):
     trained_s = logged[-1]['train_s']
     assert logged[-1]['step'] == 40 and 0 < trained_s <= first.wall_s
     assert again.steps == 40 and any('resumed from' in x for x in lines)
+    # the finished checkpoint is left as it was: its rollouts journalled under it stay valid
+    assert checkpoint_digest(again.path) == digest
     # the resume trains no step: its own time is the data's; the rest is the first run's
     assert trained_s <= again.wall_s <= trained_s + resume_s
     assert resume_s < trained_s, 'the check above needs a first run longer than the resume'

@@ -28,6 +28,7 @@ from comsim_core.checkpoint import write_text
 from comsim_core.errors import cli_main
 
 from ..checkpoint import (
+    WEIGHTS,
     has_training_state,
     load_config,
     load_training_state,
@@ -317,7 +318,9 @@ def train_prepared(config: PolicyConfig, data: PreparedData, out: Path | str,
                 tc.max_steps = planned
     finally:
         logf.close()
-    if step == start:  # nothing to do (already at max_steps): still leave a checkpoint
+    if step == start and not (out / WEIGHTS).is_file():
+        # nothing to do (already at max_steps): leave a checkpoint, but never rewrite one
+        # (its bytes are the evaluation journal's key: a rewrite re-runs every rollout)
         save_pretrained(averaged, out)
     losses = [h['loss'] for h in history if 'loss' in h]
     return {'steps': step, 'first_loss': first_loss, 'final_loss': losses[-1] if losses else None,
