@@ -4,7 +4,8 @@ the run's arms, the same trajectories and the same layout seeds, so its rollouts
 run's (exact McNemar against each of them).
 
     .venv/bin/python bench/experiment_extra_arm.py --run output/main_job/<run> --arm B \\
-        [--regions id ood] [--policy-steps N] [--out bench/results/experiment_extra_arm_<arm>.json]
+        [--regions id ood] [--policy-steps N] [--rollouts N] \\
+        [--out bench/results/experiment_extra_arm_<arm>.json]
 
 Why: a session's machine fits only some of the six arms at the recipe's steps; an arm the run
 left out can be added afterwards without retraining the others. ``--policy-steps`` trains it at
@@ -12,7 +13,9 @@ another step count instead (a run arm again at more steps separates the budget f
 An arm without pseudo-real data (A, A', B, E) can start once the run's ground-truth stage has
 finished, while its neural simulator still trains (``early_start``). The checkpoint and
 rollouts go into ``<run>/policy_stage/extra/<arm>[_steps<N>]/``, one folder per
-arm so two can run side by side; the run's own folders and report are not touched.
+arm so two can run side by side; the run's own folders and report are not touched. Run again
+on a trained arm, it only evaluates: ``--regions ood --rollouts 160`` extends the ``ood`` cell
+to seeds + 0..159, reusing the rollouts it journalled and keeping the other cells.
 """
 from __future__ import annotations
 
@@ -73,6 +76,9 @@ def main(argv=None) -> int:
     ap.add_argument('--regions', nargs='+', default=['id', 'ood'])
     ap.add_argument('--threads', type=int, default=2, help='torch threads for the training')
     ap.add_argument('--policy-steps', type=int, help="training steps (default: the run's)")
+    ap.add_argument('--rollouts', type=int,
+                    help="rollouts per cell (default: the run's); more than the run's extend "
+                         "its seeds (seed + k), the journalled ones kept")
     ap.add_argument('--pseudo-real', type=Path,
                     help="pseudo-real episodes to use instead of the run's (another neural "
                          "simulator's translations of the same trajectories); the arm's folder "
@@ -123,10 +129,14 @@ def main(argv=None) -> int:
                                    lambda s: print(s, flush=True), extra.label, resume=True)
             train_s = time.monotonic() - t0
             eval_cfg = dataclasses.replace(
-                load_evaluation(None), tasks=[task], rollouts=int(counts['rollouts']),
+                load_evaluation(None), tasks=[task], rollouts=cell_rollouts(args.rollouts, counts),
                 regions=list(args.regions), variants=[''], out=str(out / 'evaluation'),
                 seed=int(settings['eval_seed']), sheets=1, resume=True)
-            mine = evaluate([trained.path], eval_cfg, log=lambda s: print(s, flush=True))
+            before = (read_rollouts(out / 'evaluation')
+                      if (out / 'evaluation' / 'results.json').is_file() else Evaluation([]))
+            mine = keep_earlier(before, evaluate([trained.path], eval_cfg,
+                                                 log=lambda s: print(s, flush=True)))
+            mine.save(out / 'evaluation' / 'results.json')
             theirs = run_rollouts(run)
             results[task] = compare(mine, theirs, task, args.regions)
             results[task].update(steps=trained.steps, train_s=round(train_s),
@@ -136,6 +146,27 @@ def main(argv=None) -> int:
     print(json.dumps(results, indent=1))
     write_result(result_json, out_json, torch_machine())
     return 0
+
+
+def keep_earlier(before: Evaluation, now: Evaluation) -> Evaluation:
+    """The arm's rollouts: this evaluation's, and the earlier ones of cells or seeds it did not
+    ask for (``--regions ood --rollouts 160`` after the run's 40 a cell keeps the ``id`` cell),
+    so the folder's ``results.json`` stays the arm's whole record."""
+    asked = {(r.task, r.region, r.variant, r.seed) for r in now.rollouts}
+    return Evaluation([r for r in before.rollouts
+                       if (r.task, r.region, r.variant, r.seed) not in asked] + now.rollouts)
+
+
+def cell_rollouts(asked: int | None, counts: dict) -> int:
+    """Rollouts per cell: the run's count, or ``--rollouts``. Why more: 40 rollouts cannot
+    tell a 5 % arm from a 0 % one (McNemar needs six discordant successes, none against); the
+    same seeds + k for every arm keep the extended cells paired, and the first ``counts``
+    seeds are the run's own layouts, so its earlier rollouts are reused."""
+    if asked is None:
+        return int(counts['rollouts'])
+    if asked < 1:
+        raise UserError(f'--rollouts: expected a count >= 1, got {asked}')
+    return asked
 
 
 def early_start(run: Path, arm: Arm) -> bool:

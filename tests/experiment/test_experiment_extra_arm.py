@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'bench'))
-from experiment_extra_arm import compare, diagnostic_arm, early_start, extra_folder, run_rollouts  # noqa: E402
+from experiment_extra_arm import (  # noqa: E402
+    cell_rollouts,
+    compare,
+    diagnostic_arm,
+    early_start,
+    extra_folder,
+    keep_earlier,
+    run_rollouts,
+)
 
 from comsim_core.errors import UserError
 from comsim_policy.arms import paper_arms, select_arms
@@ -86,3 +94,16 @@ def test_only_an_arm_without_pseudo_real_data_starts_before_the_neural_simulator
     (tmp_path / 'stages').mkdir()
     (tmp_path / 'stages' / 'neural_sim.json').write_text('{"result": {}}')
     assert not early_start(tmp_path, a)             # finished: the run's folders as they are
+
+
+def test_more_rollouts_extend_the_runs_seeds_and_keep_the_cells_not_asked_for():
+    assert cell_rollouts(None, {'rollouts': 40}) == 40
+    assert cell_rollouts(160, {'rollouts': 40}) == 160
+    with pytest.raises(UserError, match='--rollouts: expected a count >= 1, got 0'):
+        cell_rollouts(0, {'rollouts': 40})
+    before = Evaluation(rollouts('a', [True, False]) + rollouts('a', [False, False], 'ood'))
+    now = Evaluation(rollouts('a', [True, False, True], 'ood'))     # ood again, one seed more
+    merged = keep_earlier(before, now)
+    by_cell = {(r.region, r.seed): r.success for r in merged.rollouts}
+    assert by_cell == {('id', 1000): True, ('id', 1001): False, ('ood', 1000): True,
+                       ('ood', 1001): False, ('ood', 1002): True}
