@@ -79,6 +79,9 @@ def main(argv=None) -> int:
     ap.add_argument('--rollouts', type=int,
                     help="rollouts per cell (default: the run's); more than the run's extend "
                          "its seeds (seed + k), the journalled ones kept")
+    ap.add_argument('--eval-workers', type=int, default=0,
+                    help='rollout worker processes (default 0: one per core); 1 beside a '
+                         'training on the other core')
     ap.add_argument('--pseudo-real', type=Path,
                     help="pseudo-real episodes to use instead of the run's (another neural "
                          "simulator's translations of the same trajectories); the arm's folder "
@@ -112,6 +115,8 @@ def main(argv=None) -> int:
     recipe.train.cache_dir = str(run / 'policy_stage' / 'cache')
     if args.policy_steps is not None and args.policy_steps < 1:
         raise UserError(f'--policy-steps: expected a step count >= 1, got {args.policy_steps}')
+    if args.eval_workers < 0:
+        raise UserError(f'--eval-workers: expected a count >= 0, got {args.eval_workers}')
     steps = args.policy_steps or counts.get('policy_steps')
     if steps:
         recipe.train.max_steps = int(steps)
@@ -131,7 +136,8 @@ def main(argv=None) -> int:
             eval_cfg = dataclasses.replace(
                 load_evaluation(None), tasks=[task], rollouts=cell_rollouts(args.rollouts, counts),
                 regions=list(args.regions), variants=[''], out=str(out / 'evaluation'),
-                seed=int(settings['eval_seed']), sheets=1, resume=True)
+                seed=int(settings['eval_seed']), sheets=1, resume=True,
+                workers=args.eval_workers)
             before = (read_rollouts(out / 'evaluation')
                       if (out / 'evaluation' / 'results.json').is_file() else Evaluation([]))
             mine = keep_earlier(before, evaluate([trained.path], eval_cfg,
