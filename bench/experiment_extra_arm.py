@@ -4,12 +4,13 @@ the run's arms, the same trajectories and the same layout seeds, so its rollouts
 run's (exact McNemar against each of them).
 
     .venv/bin/python bench/experiment_extra_arm.py --run output/main_job/<run> --arm B \\
-        [--regions id ood] [--policy-steps N] [--rollouts N] \\
+        [--regions id ood] [--policy-steps N] [--rollouts N] [--generated-share S] \\
         [--out bench/results/experiment_extra_arm_<arm>.json]
 
 Why: a session's machine fits only some of the six arms at the recipe's steps; an arm the run
 left out can be added afterwards without retraining the others. ``--policy-steps`` trains it at
-another step count instead (a run arm again at more steps separates the budget from the data).
+another step count instead (a run arm again at more steps separates the budget from the data),
+``--generated-share`` at another mix of generated and real samples.
 An arm without pseudo-real data (A, A', B, E) can start once the run's ground-truth stage has
 finished, while its neural simulator still trains (``early_start``). The checkpoint and
 rollouts go into ``<run>/policy_stage/extra/<arm>[_steps<N>]/``, one folder per
@@ -86,6 +87,9 @@ def main(argv=None) -> int:
                     help="pseudo-real episodes to use instead of the run's (another neural "
                          "simulator's translations of the same trajectories); the arm's folder "
                          'gets the suffix _pr-<parent folder name>')
+    ap.add_argument('--generated-share', type=float,
+                    help="share of a co-trained arm's samples drawn from generated episodes "
+                         "(default: the run's); the arm's folder gets the suffix _share<percent>")
     ap.add_argument('--out', type=Path,
                     help='result JSON (default bench/results/experiment_extra_arm_<folder>.json)')
     args = ap.parse_args(argv)
@@ -95,7 +99,9 @@ def main(argv=None) -> int:
     stages = {n: stage_result(run, n) for n in ('twin', 'ground_truth')}
     n_gen = counts['generated']
     arms = paper_arms(counts['real'], n_gen, settings['generated_share'])
-    extra = select_arms(arms, [args.arm])[0] if args.arm else diagnostic_arm(args.data)
+    share = generated_share(args.generated_share, settings['generated_share'])
+    extra = (select_arms(paper_arms(counts['real'], n_gen, share), [args.arm])[0] if args.arm
+             else diagnostic_arm(args.data))
     run_arms = select_arms(arms, counts['arms'])
     folders = {'real': run / 'episodes', 'sim': Path(stages['twin']['sim']),
                'gt': Path(stages['ground_truth']['ground_truth'])}
@@ -120,7 +126,8 @@ def main(argv=None) -> int:
     steps = args.policy_steps or counts.get('policy_steps')
     if steps:
         recipe.train.max_steps = int(steps)
-    name = extra_folder(extra, args.policy_steps, args.pseudo_real)
+    name = extra_folder(extra, args.policy_steps, args.pseudo_real,
+                        share if share != settings['generated_share'] else None)
     out = run / 'policy_stage' / 'extra' / name
     result_json = args.out or ROOT / f'bench/results/experiment_extra_arm_{name}.json'
     t0 = time.monotonic()
@@ -147,7 +154,8 @@ def main(argv=None) -> int:
             results[task] = compare(mine, theirs, task, args.regions)
             results[task].update(steps=trained.steps, train_s=round(train_s),
                                  val_action_mae=trained.val_action_mae_by_name)
-    out_json = {'run': str(run), 'arm': extra.label, 'policy_steps': recipe.train.max_steps,
+    out_json = {'run': str(run), 'arm': extra.label, 'folder': name,
+                'generated_share': share, 'policy_steps': recipe.train.max_steps,
                 'settings': settings, 'wall_s': round(time.monotonic() - t0), 'tasks': results}
     print(json.dumps(results, indent=1))
     write_result(result_json, out_json, torch_machine())
@@ -189,11 +197,26 @@ def early_start(run: Path, arm: Arm) -> bool:
     return True
 
 
-def extra_folder(arm: Arm, policy_steps: int | None, pseudo_real: Path | None = None) -> str:
-    """The added arm's folder name: its name, the step count when it is not the run's, and
-    the pseudo-real folder's parent when those are not the run's translations."""
+def extra_folder(arm: Arm, policy_steps: int | None, pseudo_real: Path | None = None,
+                 share: float | None = None) -> str:
+    """The added arm's folder name: its name, the step count when it is not the run's, the
+    pseudo-real folder's parent when those are not the run's translations, and the generated
+    share (in percent) when it is not the run's."""
     return (arm.name + (f'_steps{policy_steps}' if policy_steps else '')
-            + (f'_pr-{pseudo_real.resolve().parent.name}' if pseudo_real else ''))
+            + (f'_pr-{pseudo_real.resolve().parent.name}' if pseudo_real else '')
+            + (f'_share{round(share * 100)}' if share is not None else ''))
+
+
+def generated_share(asked: float | None, run_share: float) -> float:
+    """The co-trained arm's generated share: the run's, or ``--generated-share`` in (0, 1).
+    Why: the share moves `ood` as much as the data does (E 19/40 `ood` at 0.9 on run
+    20261207-021947, 2/40 at 0.5 on 20261207-173656), so an arm is retrained at the other share
+    on the same run to separate the two."""
+    if asked is None:
+        return float(run_share)
+    if not 0.0 < asked < 1.0:
+        raise UserError(f'--generated-share: expected a share in (0, 1), got {asked:g}')
+    return asked
 
 
 def diagnostic_arm(data: list[str]) -> Arm:

@@ -73,7 +73,9 @@ def result_rollouts(paths: list[Path], task: str) -> tuple[Evaluation, int]:
             cells = [(f"{run}:{c['arm'].removeprefix('run:')}", c['region'], c.get('outcomes'))
                      for c in data['cells']]
         else:
-            cells = [(f"{run}:{data.get('arm', '?').split(':')[0]}", region, cell.get('outcomes'))
+            # the arm's folder where kept (two C of one run, say, from two translators)
+            arm = data.get('folder') or data.get('arm', '?').split(':')[0]
+            cells = [(f'{run}:{arm}', region, cell.get('outcomes'))
                      for region, cell in data.get('tasks', {}).get(task, {}).items()
                      if isinstance(cell, dict) and 'k' in cell]
         if not cells:

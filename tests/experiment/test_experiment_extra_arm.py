@@ -17,6 +17,7 @@ from experiment_extra_arm import (  # noqa: E402
     diagnostic_arm,
     early_start,
     extra_folder,
+    generated_share,
     keep_earlier,
     run_rollouts,
 )
@@ -79,6 +80,16 @@ def test_each_added_arm_has_its_own_folder_and_a_step_count_names_it():
     assert extra_folder(arm, 10000) == 'gt200_steps10000'
     assert (extra_folder(arm, 10000, Path('/work/ns_mirror/pseudo_real'))
             == 'gt200_steps10000_pr-ns_mirror')
+    assert extra_folder(arm, None, None, 0.9) == 'gt200_share90'
+
+
+def test_another_generated_share_is_checked_and_reaches_the_arms_mix():
+    assert generated_share(None, 0.5) == 0.5
+    assert generated_share(0.9, 0.5) == 0.9
+    with pytest.raises(UserError, match=r'--generated-share: expected a share in \(0, 1\), got 1'):
+        generated_share(1.0, 0.5)
+    e = select_arms(paper_arms(10, 200, generated_share(0.9, 0.5)), ['E'])[0]
+    assert dict(e.weights) == pytest.approx({'real': 0.1, 'gt': 0.9})
 
 
 def test_an_arm_of_a_run_without_rollouts_is_scored_alone():

@@ -47,14 +47,26 @@ def test_added_arms_pair_with_each_other_and_the_run(tmp_path):
     assert pair['p'] == 0.5
 
 
-def extra_arm_result(path: Path, run: str, arm: str, ood: dict | None, eval_seed=1000) -> Path:
+def extra_arm_result(path: Path, run: str, arm: str, ood: dict | None, eval_seed=1000,
+                     folder: str | None = None) -> Path:
     cell = {'k': sum((ood or {}).values()), 'n': len(ood or {}), 'interval': [0, 1]}
     if ood is not None:
         cell['outcomes'] = ood
     path.write_text(json.dumps({'run': f'/work/paper/{run}', 'arm': arm,
                                 'settings': {'eval_seed': eval_seed},
-                                'tasks': {'move_card': {'ood': cell, 'steps': 10}}}))
+                                'tasks': {'move_card': {'ood': cell, 'steps': 10}},
+                                **({'folder': folder} if folder else {})}))
     return path
+
+
+def test_two_arms_of_one_letter_and_run_keep_apart_by_their_folders(tmp_path):
+    label = 'C: 10 real + 200 pseudo-real'
+    c = extra_arm_result(tmp_path / 'c.json', 'run1', label, {'1000': True, '1001': False},
+                         folder='real10_pseudo200')
+    w = extra_arm_result(tmp_path / 'w.json', 'run1', label, {'1000': True, '1001': True},
+                         folder='real10_pseudo200_pr-w64')
+    cells = {x['arm']: x['k'] for x in summary(result_rollouts([c, w], 'move_card')[0])['cells']}
+    assert cells == {'run1:real10_pseudo200': 1, 'run1:real10_pseudo200_pr-w64': 2}
 
 
 def test_arms_of_different_runs_pair_by_layout_seed_from_their_result_files(tmp_path):
