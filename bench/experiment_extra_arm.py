@@ -127,7 +127,8 @@ def main(argv=None) -> int:
     if steps:
         recipe.train.max_steps = int(steps)
     name = extra_folder(extra, args.policy_steps, args.pseudo_real,
-                        share if share != settings['generated_share'] else None)
+                        share if share != settings['generated_share'] and extra.weights
+                        else None)        # an arm without a mix (A, D) is the run's
     out = run / 'policy_stage' / 'extra' / name
     result_json = args.out or ROOT / f'bench/results/experiment_extra_arm_{name}.json'
     t0 = time.monotonic()
