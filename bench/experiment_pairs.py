@@ -4,6 +4,7 @@ Wilson interval per region, and the exact McNemar test of every two on the share
 
     .venv/bin/python bench/experiment_pairs.py --run output/main_job/<run> [--task move_card]
     .venv/bin/python bench/experiment_pairs.py --results bench/results/experiment_extra_arm_*.json
+    .venv/bin/python bench/experiment_pairs.py --run RUN --seeds 1040 1160   # seeds added later
 
 Why: the extra-arm bench pairs an added arm with the run's checkpoints only; arms added in later
 sessions (say B and C, both retrained at more steps) are compared here. ``--results`` pairs arms
@@ -92,6 +93,14 @@ def result_rollouts(paths: list[Path], task: str) -> tuple[Evaluation, int]:
     return Evaluation(rolls), next(iter(seeds))
 
 
+def seeds_between(ev: Evaluation, first: int, end: int) -> Evaluation:
+    """The rollouts on layout seeds ``first <= seed < end`` (one clear line when none)."""
+    kept = [r for r in ev.rollouts if first <= r.seed < end]
+    if not kept:
+        raise UserError(f'--seeds {first} {end}: no rollouts on those seeds')
+    return Evaluation(kept)
+
+
 def summary(ev: Evaluation) -> dict:
     """{'cells': [arm, region, k, n, interval, outcomes per seed], 'pairs': [a, b, region,
     only_a, only_b, p]}."""
@@ -119,6 +128,9 @@ def main(argv=None) -> int:
     which.add_argument('--results', type=Path, nargs='+', metavar='JSON',
                        help='result files of arms from any runs, paired by layout seed')
     ap.add_argument('--task', default='move_card')
+    ap.add_argument('--seeds', type=int, nargs=2, metavar=('FIRST', 'END'),
+                    help='only layout seeds FIRST <= seed < END: a cell extended after its '
+                         'first rollouts were seen is tested again on the seeds added')
     ap.add_argument('--out', type=Path, help='result JSON (default '
                     'bench/results/experiment_pairs_<run folder name | results>.json)')
     args = ap.parse_args(argv)
@@ -133,6 +145,9 @@ def main(argv=None) -> int:
         ev = arm_rollouts(run, args.task)
         source = {'run': str(run), 'eval_seed': run_settings(run).get('eval_seed')}
         default = ROOT / f'bench/results/experiment_pairs_{run.name}.json'
+    if args.seeds:
+        ev = seeds_between(ev, *args.seeds)
+        source['seeds'] = list(args.seeds)
     result = summary(ev)
     for c in result['cells']:
         lo, hi = c['interval']

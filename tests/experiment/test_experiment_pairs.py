@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'bench'))
-from experiment_pairs import arm_rollouts, result_rollouts, summary  # noqa: E402
+from experiment_pairs import arm_rollouts, result_rollouts, seeds_between, summary  # noqa: E402
 
 from comsim_core.errors import UserError
 from comsim_policy.evaluation.results import Evaluation, Rollout
@@ -102,3 +102,13 @@ def test_result_files_that_cannot_pair_get_one_line(tmp_path):
     (tmp_path / 'bad.json').write_text('{')
     with pytest.raises(UserError, match='bad.json: not a readable result file'):
         result_rollouts([tmp_path / 'bad.json'], 'move_card')
+
+
+def test_a_seed_range_keeps_the_seeds_added_after_a_first_look():
+    ev = Evaluation(rollouts('a', [True, False, False, False])
+                    + rollouts('c', [True, True, True, True]))     # seeds 1000-1003
+    later = summary(seeds_between(ev, 1001, 1004))
+    assert {c['arm']: (c['k'], c['n']) for c in later['cells']} == {'a': (0, 3), 'c': (3, 3)}
+    assert (later['pairs'][0]['only_a'], later['pairs'][0]['only_b']) == (0, 3)
+    with pytest.raises(UserError, match='--seeds 2000 2010: no rollouts on those seeds'):
+        seeds_between(ev, 2000, 2010)
