@@ -237,11 +237,10 @@ def ground_truth_stage(out: Path, sim_dir: Path, cfg: ExperimentConfig, scale: S
 
 def neural_sim_stage(out: Path, twin: dict, chosen: list[Path], cfg: ExperimentConfig,
                      scale: Scale) -> dict:
-    from comsim_neural_sim.config import NeuralSimConfig
     from comsim_neural_sim.stage import neural_sim_stage as run_stage
 
     t0 = time.monotonic()
-    config = NeuralSimConfig.from_yaml(ROOT / cfg.neural_sim_config)
+    config = neural_sim_config(cfg)
     ns = run_stage(out / 'neural_sim', Path(twin['paired']), Path(twin['sim']),
                    log=lambda m: log(f'[neural_sim] {m}'), train_steps=scale.neural_sim_steps,
                    config=config,
@@ -403,16 +402,28 @@ def settings(args, cfg: ExperimentConfig, scale: Scale) -> dict:
             'generated_share': cfg.generated_share, 'generation_seed': cfg.generation_seed,
             'eval_seed': cfg.eval_seed, 'reuse_episodes': str(args.reuse_episodes or ''),
             'configs': config_digests(cfg, scale),
-            # absent when 0, as in the runs made before the option: those resume unchanged
-            **({'pair_appearance_variants': variants} if (variants := pair_variants(cfg)) else {})}
+            # absent when 0 or empty, as in the runs made before the options: those resume
+            **({'pair_appearance_variants': variants} if (variants := pair_variants(cfg)) else {}),
+            **({'neural_sim_overrides': dict(cfg.neural_sim_overrides)}
+               if cfg.neural_sim_overrides else {})}
+
+
+def neural_sim_config(cfg: ExperimentConfig):
+    """The experiment's neural-simulator config: ``neural_sim_config`` with
+    ``neural_sim_overrides`` applied (an unknown key or a bad value: one clear line)."""
+    from comsim_neural_sim.config import NeuralSimConfig
+
+    base = NeuralSimConfig.from_yaml(ROOT / cfg.neural_sim_config)
+    if not cfg.neural_sim_overrides:
+        return base
+    return NeuralSimConfig.from_dict({**base.to_dict(), **cfg.neural_sim_overrides},
+                                     f'{cfg.source}: neural_sim_overrides')
 
 
 def weighs_objects(cfg: ExperimentConfig) -> bool:
     """Whether the neural simulator weighs objects in its loss: then the twin's replays write
     the object masks it needs."""
-    from comsim_neural_sim.config import NeuralSimConfig
-
-    return NeuralSimConfig.from_yaml(ROOT / cfg.neural_sim_config).object_loss_weight != 1.0
+    return neural_sim_config(cfg).object_loss_weight != 1.0
 
 
 def pair_variants(cfg: ExperimentConfig) -> int:

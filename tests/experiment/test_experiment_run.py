@@ -118,7 +118,7 @@ def test_a_bad_scale_names_the_file_and_key(tmp_path):
                                                     r'expected some of'):
         ExperimentConfig.load(bad)
     bad.write_text((ROOT / 'config' / 'experiment.yaml').read_text().replace(
-        'pair_appearance_variants: 0', 'pair_appearance_variants: -1'))
+        'pair_appearance_variants: 4', 'pair_appearance_variants: -1'))
     with pytest.raises(ExperimentConfigError, match=r'experiment.yaml: pair_appearance_variants: '
                                                     r'must be >= 0, got -1'):
         ExperimentConfig.load(bad)
@@ -277,19 +277,21 @@ def test_the_main_job_refuses_to_resume_after_its_recipe_changed(tmp_path):
 
 def test_appearance_variant_pairs_are_a_run_setting_only_when_made(tmp_path):
     """A run made before the option (no key) resumes under a config that makes none; one that
-    makes them is another experiment; without appearance randomisation none are made."""
+    makes them (the shipped config) is another experiment; without appearance randomisation
+    none are made."""
     sys.path.insert(0, str(ROOT / 'scripts'))
     import main_job  # noqa: PLC0415
 
     text = (ROOT / 'config' / 'experiment.yaml').read_text()
-    args = main_job.parse_args(['--scale', 'paper'])
+    none = tmp_path / 'none.yaml'
+    none.write_text(text.replace('pair_appearance_variants: 4', 'pair_appearance_variants: 0'))
+    args = main_job.parse_args(['--scale', 'paper', '--config', str(none)])
     cfg, scale = main_job.experiment_settings(args)
     assert cfg.pair_appearance_variants == 0
     assert 'pair_appearance_variants' not in main_job.settings(args, cfg, scale)
     Run(tmp_path / 'run', main_job.settings(args, cfg, scale))
-    made = tmp_path / 'made.yaml'
-    made.write_text(text.replace('pair_appearance_variants: 0', 'pair_appearance_variants: 4'))
-    four = main_job.parse_args(['--scale', 'paper', '--config', str(made)])
+    made = ROOT / 'config' / 'experiment.yaml'
+    four = main_job.parse_args(['--scale', 'paper'])
     cfg4, scale4 = main_job.experiment_settings(four)
     assert main_job.pair_variants(cfg4) == 4
     assert main_job.settings(four, cfg4, scale4)['pair_appearance_variants'] == 4
@@ -306,9 +308,31 @@ def test_the_twin_writes_object_masks_only_for_a_neural_simulator_that_weighs_th
     sys.path.insert(0, str(ROOT / 'scripts'))
     import main_job  # noqa: PLC0415
 
-    cfg, _ = main_job.experiment_settings(main_job.parse_args(['--scale', 'paper']))
-    assert not main_job.weighs_objects(cfg)
+    args = main_job.parse_args(['--scale', 'paper'])
+    shipped, scale = main_job.experiment_settings(args)
+    assert main_job.weighs_objects(shipped)          # the experiment's override
+    assert main_job.settings(args, shipped, scale)['neural_sim_overrides'] == \
+        {'object_loss_weight': 64}
+    plain = dataclasses.replace(shipped, neural_sim_overrides={})
+    assert not main_job.weighs_objects(plain)        # the component's default: plain loss
+    assert 'neural_sim_overrides' not in main_job.settings(args, plain, scale)
     weighted = tmp_path / 'neural_sim.yaml'
-    weighted.write_text((ROOT / cfg.neural_sim_config).read_text()
+    weighted.write_text((ROOT / plain.neural_sim_config).read_text()
                         + '\nobject_loss_weight: 8.0\n')
-    assert main_job.weighs_objects(dataclasses.replace(cfg, neural_sim_config=str(weighted)))
+    assert main_job.weighs_objects(dataclasses.replace(plain, neural_sim_config=str(weighted)))
+
+
+def test_a_bad_neural_sim_override_gets_one_line_naming_the_experiment_config():
+    sys.path.insert(0, str(ROOT / 'scripts'))
+    import main_job  # noqa: PLC0415
+
+    from comsim_neural_sim.errors import ConfigError as NeuralSimConfigError
+
+    cfg, _ = main_job.experiment_settings(main_job.parse_args(['--scale', 'paper']))
+    with pytest.raises(NeuralSimConfigError, match=r'experiment.yaml: neural_sim_overrides: '
+                                                   r'unknown key\(s\) object_los_weight'):
+        main_job.neural_sim_config(dataclasses.replace(
+            cfg, neural_sim_overrides={'object_los_weight': 64}))
+    with pytest.raises(NeuralSimConfigError, match='object_loss_weight: expected a number'):
+        main_job.neural_sim_config(dataclasses.replace(
+            cfg, neural_sim_overrides={'object_loss_weight': 'heavy'}))

@@ -65,6 +65,9 @@ class ExperimentConfig:
     eval_seed: int = 1000
     calibration_views: int = 20
     neural_sim_config: str = 'config/neural_sim.yaml'
+    # the experiment's changes to that config (its keys), so the component's defaults stay
+    # the component's: e.g. {object_loss_weight: 64}
+    neural_sim_overrides: dict = field(default_factory=dict)
     neural_sim_sample_steps: int = 4
     source: str = '<dict>'
 
