@@ -183,7 +183,10 @@ def neural_sim_section(res: NeuralSimStageResult, out: Path, wall_s: float) -> s
             + (f'and {res.train_variants} replays of them in other twin looks '
                if res.train_variants else '') +
             f'(cameras {", ".join(res.cameras)}, one network; {res.height}x{res.width}, '
-            f'{res.frames}-frame windows) in {res.train_s:.0f} s; loss {res.first_loss:.4f} -> '
+            f'{res.frames}-frame windows'
+            + (f'; the twin\'s object pixels weighed {res.object_loss_weight:g}x in the loss'
+               if res.object_loss_weight != 1.0 else '') +
+            f') in {res.train_s:.0f} s; loss {res.first_loss:.4f} -> '
             f'{res.last_loss:.4f}. Translated {res.sim_episodes} sim episode(s) into '
             f'`{res.pseudo_real}` ({res.sample_steps} DDIM steps per window, '
             f'{res.translate_s:.0f} s).\n\n'

@@ -97,6 +97,7 @@ class NeuralSimStageResult:
     ablation: AblationResult
     generated: GeneratedScore | None = None
     train_variants: int = 0      # appearance-variant pairs trained on beside the episodes
+    object_loss_weight: float = 1.0   # the loss's weight on the twin's object pixels
 
 
 def score_generated(out: Path, sims: list[Path], pseudo: Path, ground_truth: GroundTruthFn,
@@ -212,4 +213,5 @@ def neural_sim_stage(out: Path, paired_dir: Path, sim_dir: Path, log=print,
         height=cfg.height, width=cfg.width, frames=cfg.frames, train_s=train_s,
         first_loss=res.first_loss, last_loss=res.last_loss, sim_episodes=len(sims),
         pseudo_real=pseudo, sample_steps=steps, translate_s=translate_s, grid=grid,
-        loss_curve=loss, ablation=abl, generated=generated)
+        loss_curve=loss, ablation=abl, generated=generated,
+        object_loss_weight=cfg.object_loss_weight)
