@@ -32,6 +32,17 @@ def test_disk_full_and_missing_file_are_user_errors(capsys):
     assert capsys.readouterr().err.strip().endswith('No such file or directory: a.yaml')
 
 
+def test_disk_full_in_a_safetensors_write_is_the_same_one_line(capsys):
+    from safetensors import SafetensorError
+
+    # what safetensors raised when a policy checkpoint filled the disk (2026-12-07)
+    full = SafetensorError('Error while serializing: I/O error: No space left on device '
+                           '(os error 28)')
+    assert _script(full)([]) == 2
+    assert capsys.readouterr().err == ('comsim-probe: error: disk full: free space and rerun '
+                                       '(finished work is kept)\n')
+
+
 def test_debug_flag_and_env_reraise(monkeypatch):
     with pytest.raises(UserError):
         _script(UserError('bad'))(['--debug'])

@@ -64,6 +64,9 @@ def user_message(exc: BaseException) -> str | None:
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
         where = f' writing {exc.filename}' if exc.filename else ''
         return f'disk full{where}: free space and rerun (finished work is kept)'
+    if f'(os error {errno.ENOSPC})' in str(exc):
+        # a Rust writer's I/O error (safetensors), not an OSError: the same disk full
+        return 'disk full: free space and rerun (finished work is kept)'
     if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError,
                         PermissionError)):
         return f'{exc.strerror or exc}: {exc.filename}' if exc.filename else str(exc)
