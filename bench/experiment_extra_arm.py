@@ -210,9 +210,9 @@ def extra_folder(arm: Arm, policy_steps: int | None, pseudo_real: Path | None = 
 
 def generated_share(asked: float | None, run_share: float) -> float:
     """The co-trained arm's generated share: the run's, or ``--generated-share`` in (0, 1).
-    Why: the share moves `ood` as much as the data does (E 19/40 `ood` at 0.9 on run
-    20261207-021947, 2/40 at 0.5 on 20261207-173656), so an arm is retrained at the other share
-    on the same run to separate the two."""
+    Why: the share moves `ood` more than the recording does (run 20261207-173656: E 105/160
+    `ood` at 0.9, 19/160 at 0.5; C'' 0/160 and 13/160), which only retraining an arm at another
+    share on the same run shows."""
     if asked is None:
         return float(run_share)
     if not 0.0 < asked < 1.0:
