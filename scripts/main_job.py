@@ -116,7 +116,9 @@ def set_aside_path(folder: Path, name: str) -> Path:
     return path
 
 
-def record_stage(out: Path, tasks: list[str], per_task: int) -> dict:
+def record_stage(out: Path, tasks: list[str], per_task: int, seed: int = 0) -> dict:
+    """Record ``per_task`` scripted demos of each task on layout seeds ``seed``, ``seed + 1``...
+    through the recording graph (bench lab, teleop, recorder over DDS)."""
     import rclpy
 
     from comsim_core.ros.episode_runner import EpisodeRunner
@@ -130,6 +132,7 @@ def record_stage(out: Path, tasks: list[str], per_task: int) -> dict:
                               overrides)
     runner_args = ['--ros-args', '--params-file', str(ROOT / 'config' / 'episode_runner.yaml'),
                    '-p', f'episodes_per_task:={per_task}', '-p', f'tasks:=[{",".join(tasks)}]',
+                   '-p', f'seed:={seed}',
                    '-p', 'use_sim_time:=true']       # the bench lab's /clock, as the graph's
     t0 = time.monotonic()
     with Graph(specs, log_dir=out / 'logs') as graph:
@@ -404,6 +407,7 @@ def settings(args, cfg: ExperimentConfig, scale: Scale) -> dict:
             'configs': config_digests(cfg, scale),
             # absent when 0 or empty, as in the runs made before the options: those resume
             **({'pair_appearance_variants': variants} if (variants := pair_variants(cfg)) else {}),
+            **({'record_seed': cfg.record_seed} if cfg.record_seed else {}),
             **({'neural_sim_overrides': dict(cfg.neural_sim_overrides)}
                if cfg.neural_sim_overrides else {})}
 
@@ -497,6 +501,7 @@ def experiment_settings(args) -> tuple[ExperimentConfig, Scale]:
     except ValueError as exc:
         raise UserError(f'{args.config}: scales.{args.scale} with the command line\'s '
                         f'overrides: {exc}') from None
+    cfg.check_seeds(scale)
     return cfg, scale
 
 
@@ -558,7 +563,8 @@ def main(argv=None) -> int:
                                        'section': report.reused_recording_section(
                                            args.reuse_episodes.resolve())})
     else:
-        rec = stage('record', lambda: record_stage(out, cfg.tasks, scale.recorded))
+        rec = stage('record', lambda: record_stage(out, cfg.tasks, scale.recorded,
+                                                        cfg.record_seed))
     if rec is None:
         return 0
     episodes = Path(rec['episodes'])

@@ -336,3 +336,31 @@ def test_a_bad_neural_sim_override_gets_one_line_naming_the_experiment_config():
     with pytest.raises(NeuralSimConfigError, match='object_loss_weight: expected a number'):
         main_job.neural_sim_config(dataclasses.replace(
             cfg, neural_sim_overrides={'object_loss_weight': 'heavy'}))
+
+
+def test_a_replication_records_new_layouts_that_the_evaluation_never_reuses(tmp_path):
+    """record_seed moves the demos' layouts (a run made before the key, 0, resumes as it was);
+    demos on the evaluation's layouts are refused before anything runs, in one line."""
+    sys.path.insert(0, str(ROOT / 'scripts'))
+    import main_job  # noqa: PLC0415
+
+    text = (ROOT / 'config' / 'experiment.yaml').read_text()
+    assert 'record_seed: 0\n' in text
+    plain = main_job.parse_args(['--scale', 'paper'])
+    assert 'record_seed' not in main_job.settings(plain, *main_job.experiment_settings(plain))
+    moved = tmp_path / 'moved.yaml'
+    moved.write_text(text.replace('record_seed: 0\n', 'record_seed: 100\n'))
+    args = main_job.parse_args(['--scale', 'paper', '--config', str(moved)])
+    cfg, scale = main_job.experiment_settings(args)
+    assert main_job.settings(args, cfg, scale)['record_seed'] == 100
+    Run(tmp_path / 'run', main_job.settings(plain, *main_job.experiment_settings(plain)))
+    with pytest.raises(RunMismatchError, match='record_seed'):
+        Run(tmp_path / 'run', main_job.settings(args, cfg, scale))
+    # paper: 20 demos (A' records twice 10) on 990..1009 against the evaluation's 1000..1039
+    clash = tmp_path / 'clash.yaml'
+    clash.write_text(text.replace('record_seed: 0\n', 'record_seed: 990\n'))
+    res = main_job_cli('--out', str(tmp_path / 'x'), '--scale', 'paper', '--config', str(clash))
+    assert res.returncode == 2 and not (tmp_path / 'x').exists()
+    assert res.stderr.strip() == (
+        f"main_job: error: {clash}: record_seed: the demos' layout seeds 990..1009 overlap the "
+        "evaluation's (eval_seed) 1000..1039; move one of them")

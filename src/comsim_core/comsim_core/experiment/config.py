@@ -61,6 +61,7 @@ class ExperimentConfig:
     appearance_randomisation: bool = True
     pair_appearance_variants: int = 0   # more replays of each demo, twin looks redrawn
     generated_share: float = 0.5        # share of co-trained arms' samples from generated data
+    record_seed: int = 0                # the demos' layout seeds: record_seed, record_seed + 1...
     generation_seed: int = 5000
     eval_seed: int = 1000
     calibration_views: int = 20
@@ -85,12 +86,28 @@ class ExperimentConfig:
         if self.camera_hz <= 0:
             raise field_error(ExperimentConfigError, 'camera_hz',
                               f'must be > 0, got {self.camera_hz}')
+        for key in ('record_seed', 'generation_seed', 'eval_seed'):
+            if getattr(self, key) < 0:
+                raise field_error(ExperimentConfigError, key,
+                                  f'must be >= 0, got {getattr(self, key)}')
 
     def scale(self, name: str) -> Scale:
         if name not in self.scales:
             raise ExperimentConfigError(f'{self.source}: scales: no scale {name!r}; '
                                         f'configured: {sorted(self.scales)}')
         return self.scales[name]
+
+    def check_seeds(self, scale: Scale) -> None:
+        """A policy must be rolled out on layouts it was not shown: the recorded demos' layout
+        seeds (the bench lab's, as the evaluation's) may not overlap the evaluation's. The
+        generated episodes draw theirs from a hash of ``generation_seed`` (twin generation)."""
+        start, count = self.record_seed, scale.recorded * len(self.tasks)
+        first, n = self.eval_seed, scale.rollouts
+        if start < first + n and first < start + count:
+            raise ExperimentConfigError(
+                f'{self.source}: record_seed: the demos\' layout seeds {start}..'
+                f'{start + count - 1} overlap the evaluation\'s (eval_seed) {first}..'
+                f'{first + n - 1}; move one of them')
 
     def variants(self, task: str) -> list[str]:
         """The task's object variants held out of every training set."""
