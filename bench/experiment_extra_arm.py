@@ -83,6 +83,9 @@ def main(argv=None) -> int:
     ap.add_argument('--eval-workers', type=int, default=0,
                     help='rollout worker processes (default 0: one per core); 1 beside a '
                          'training on the other core')
+    ap.add_argument('--saved-episodes', type=int,
+                    help='rollouts of each cell kept as episodes, the first ones (-1: all; '
+                         "default: config/evaluation.yaml's); the rest are only journalled")
     ap.add_argument('--pseudo-real', type=Path,
                     help="pseudo-real episodes to use instead of the run's (another neural "
                          "simulator's translations of the same trajectories); the arm's folder "
@@ -145,7 +148,8 @@ def main(argv=None) -> int:
                 load_evaluation(None), tasks=[task], rollouts=cell_rollouts(args.rollouts, counts),
                 regions=list(args.regions), variants=[''], out=str(out / 'evaluation'),
                 seed=int(settings['eval_seed']), sheets=1, resume=True,
-                workers=args.eval_workers)
+                workers=args.eval_workers,
+                **({} if args.saved_episodes is None else {'saved_episodes': args.saved_episodes}))
             before = (read_rollouts(out / 'evaluation')
                       if (out / 'evaluation' / 'results.json').is_file() else Evaluation([]))
             mine = keep_earlier(before, evaluate([trained.path], eval_cfg,

@@ -165,7 +165,7 @@ def test_an_interrupted_evaluation_resumes_from_its_journal(tmp_path, checkpoint
     cfg = tmp_path / 'eval.yaml'
     cfg.write_text(yaml.safe_dump({'evaluation': {
         'timeout_factor': 0.0, 'timeout_margin_s': 0.6, 'settle_s': 0.2, 'sheets': 0,
-        'save_episodes': False}}))
+        'saved_episodes': 1}}))
     out = tmp_path / 'eval'
     args = ['--checkpoints', str(ckpt), '--tasks', 'move_card', '--regions', 'id',
             '--rollouts', '2', '--workers', '1', '--out', str(out), '--config', str(cfg)]
@@ -178,6 +178,10 @@ def test_an_interrupted_evaluation_resumes_from_its_journal(tmp_path, checkpoint
     journal = out / 'rollouts.jsonl'
     assert main(args) == 0
     full = outcomes()
+    saved = json.loads((out / 'results.json').read_text())['rollouts']
+    assert [bool(r['bag']) for r in saved] == [True, False]        # the cell's first only
+    assert [p.name for p in (out / 'tiny' / 'episodes').iterdir()
+            if not p.name.startswith('.')] == ['move_card_id_default_seed1000']
     lines = journal.read_text().splitlines()
     assert [json.loads(ln)['rollout']['seed'] for ln in lines] == [1000, 1001]
     journal.write_text(lines[0] + '\n' + lines[1][:40])        # killed mid-write
@@ -187,7 +191,9 @@ def test_an_interrupted_evaluation_resumes_from_its_journal(tmp_path, checkpoint
     assert outcomes() == full
     assert [json.loads(ln)['rollout']['seed'] for ln in journal.read_text().splitlines()[2:]] \
         == [1001]
-    # nothing left to run: every rollout comes from the journal, none is appended
+    # nothing left to run: every rollout comes from the journal, none is appended (what is
+    # saved of a rollout is not a setting of its outcome)
+    cfg.write_text(cfg.read_text().replace('saved_episodes: 1', 'saved_episodes: -1'))
     n = len(journal.read_text().splitlines())
     assert main([*args, '--resume']) == 0 and outcomes() == full
     assert 'resumed: 2 of 2' in capsys.readouterr().err
@@ -200,7 +206,7 @@ def test_an_interrupted_evaluation_resumes_from_its_journal(tmp_path, checkpoint
     # other settings (a longer timeout): nothing reused either
     cfg.write_text(yaml.safe_dump({'evaluation': {
         'timeout_factor': 0.0, 'timeout_margin_s': 0.9, 'settle_s': 0.2, 'sheets': 0,
-        'save_episodes': False}}))
+        'saved_episodes': 0}}))
     assert main([*args, '--resume']) == 0
     assert 'resumed' not in capsys.readouterr().err
 

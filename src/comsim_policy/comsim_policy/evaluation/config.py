@@ -25,7 +25,7 @@ class EvaluationConfig:
     out: str
     seed: int
     sheets: int
-    save_episodes: bool     # in_process (dds always records)
+    saved_episodes: int     # in_process: the first N rollouts of each cell as episodes; -1 all
     check_every_s: float
     settle_s: float
     lab: dict[str, Any]     # bench_lab parameter overrides
@@ -49,6 +49,9 @@ class EvaluationConfig:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise UserError(f'evaluation: mode {self.mode!r} is not one of {list(MODES)}')
+        if self.saved_episodes < -1:
+            raise UserError(f'evaluation: saved_episodes: expected -1 (all) or a count >= 0, '
+                            f'got {self.saved_episodes}')
 
 
 def _section(path: str | Path) -> Any:

@@ -50,6 +50,8 @@ from comsim_policy.evaluation.journal import (
 from comsim_policy.evaluation.results import Evaluation, Rollout, checkpoint_names
 
 LAB_SOURCE = 'real'   # filmed in the bench lab (the DDS path's episode_runner.LAB_SOURCE)
+# WorkerSpec fields that change what is written, never an outcome: a resume may change them
+RECORDING_ONLY = ('out_dir', 'saved_episodes', 'sheets')
 
 
 @dataclass(frozen=True)
@@ -246,8 +248,8 @@ class WorkerSpec:
     policy: dict[str, Any]      # the policy node's parameters (device, runner_class, ...)
     settings: RolloutSettings
     out_dir: str
-    save_episodes: bool
-    sheets: int
+    saved_episodes: int     # the first N rollouts of each cell as episodes; -1 all
+    sheets: int             # contact sheets of the first N (of those saved)
 
 
 class Worker:
@@ -277,7 +279,8 @@ class Worker:
         label = f'{job.task}_{job.region}_{job.variant or "default"}_seed{job.seed}'
         writer = (RolloutEpisodeWriter(out / 'episodes', label, list(self.env.joint_names),
                                        list(ctl.cameras), 1.0 / ctl.period)
-                  if self.spec.save_episodes else None)
+                  if self.spec.saved_episodes < 0 or job.index < self.spec.saved_episodes
+                  else None)
         layout = (job.task, job.seed, job.region, job.variant)
         if layout not in self.expert_s:
             self.expert_s[layout] = self.env.expert_duration(*layout)
@@ -356,8 +359,8 @@ def evaluate_in_process(checkpoints: dict[Path, str], tasks, n_rollouts: int, re
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = make_jobs(checkpoints, tasks, n_rollouts, regions, variants, seed, log)
     digests = {str(c): checkpoint_digest(c) for c in checkpoints}
-    journal = RolloutJournal(out_dir, settings_digest(
-        {k: v for k, v in dataclasses.asdict(spec).items() if k != 'out_dir'}))
+    journal = RolloutJournal(out_dir, settings_digest(      # what can change an outcome
+        {k: v for k, v in dataclasses.asdict(spec).items() if k not in RECORDING_ONLY}))
 
     def key(job: Job) -> str:
         return rollout_key(digests[job.checkpoint], job.task, job.region, job.variant, job.seed)
@@ -408,7 +411,7 @@ def evaluate(checkpoint_dirs, cfg: EvaluationConfig,
                                cfg.stale_after_s)
     spec = WorkerSpec(cfg.env, node_parameters(cfg.lab_params, 'bench_lab', cfg.lab),
                       node_parameters(cfg.policy_params, 'policy', cfg.policy), settings,
-                      str(cfg.out), cfg.save_episodes, cfg.sheets)
+                      str(cfg.out), cfg.saved_episodes, cfg.sheets)
     names = checkpoint_names([Path(c) for c in checkpoint_dirs])
     return evaluate_in_process(names, cfg.tasks, cfg.rollouts, cfg.regions,
                                ['' if v in ('', 'default') else v for v in cfg.variants], spec,
