@@ -170,6 +170,29 @@ def generation_config(cfg: ExperimentConfig, out: Path):
     return gen
 
 
+def calibration_session(out: Path, capture) -> Path:
+    """``out/calibration_session``: the one an interrupted or failed twin stage closed is kept
+    (a resume must not fail on it); one never closed is moved aside and captured again."""
+    from comsim_core.episodes import is_complete
+
+    path = out / 'calibration_session'
+    if is_complete(path):
+        log(f'[twin] calibration session {path} kept from an earlier try')
+        return path
+    set_aside(out, path, 'it was not closed')
+    return capture(path)
+
+
+def set_aside(out: Path, path: Path, why: str) -> None:
+    """Move what an earlier try left at ``path`` into ``out/.interrupted/`` (a hidden folder
+    no reader looks in), so the stage starts clean and nothing is deleted."""
+    if path.exists():
+        aside = set_aside_path(out / '.interrupted', path.name)
+        aside.parent.mkdir(parents=True, exist_ok=True)
+        path.rename(aside)
+        log(f'[main_job] {path}: {why}; moved to {aside}')
+
+
 def twin_stage(out: Path, episodes_dir: Path, cfg: ExperimentConfig, scale: Scale) -> dict:
     from comsim_bench_lab.calibration_rig import capture_calibration
     from comsim_bench_lab.config import LabConfig
@@ -184,9 +207,10 @@ def twin_stage(out: Path, episodes_dir: Path, cfg: ExperimentConfig, scale: Scal
             raise UserError(f'{episodes_dir}: {len(found)} successful {task} demonstrations, '
                             f'the experiment needs {scale.real}')
         demos += found[:scale.real]       # arm A's demos: the neural simulator's pairs
+    set_aside(out, out / 'twin', 'the twin stage did not finish')
     t0 = time.monotonic()
-    bag = capture_calibration(LAB_YAML, REALISM_YAML, out / 'calibration_session',
-                              cfg.calibration_views, seed=0)
+    bag = calibration_session(out, lambda path: capture_calibration(
+        LAB_YAML, REALISM_YAML, path, cfg.calibration_views, seed=0))
     capture_s = time.monotonic() - t0
     res = run_twin_stage(bag, demos, out / 'twin',
                          sim_per_task=scale.generated + scale.generated_extra,

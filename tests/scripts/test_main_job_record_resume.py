@@ -56,3 +56,31 @@ def test_an_episode_interrupted_twice_is_set_aside_twice(tmp_path):
     assert main_job.resumed_recording(eps) == {}
     aside = sorted(p.name for p in (eps / '.interrupted').iterdir())
     assert aside == ['episode_0000_move_card', 'episode_0000_move_card.2']
+
+
+def test_a_retried_twin_stage_keeps_its_closed_calibration_and_sets_the_rest_aside(tmp_path):
+    """A twin stage that failed after capturing (an object it could not find) is retried by a
+    resume: the closed calibration session is kept, one never closed is captured again, and
+    the earlier try's twin folder is moved aside instead of refusing to overwrite it."""
+    from comsim_bench_lab.calibration_rig import capture_calibration
+    from comsim_core.episodes import is_complete
+
+    captured = []
+
+    def capture(path):
+        captured.append(path)
+        return capture_calibration(main_job.LAB_YAML, main_job.REALISM_YAML, path, 1, seed=0)
+
+    first = main_job.calibration_session(tmp_path, capture)
+    assert is_complete(first) and len(captured) == 1
+    assert main_job.calibration_session(tmp_path, capture) == first and len(captured) == 1
+    write_sidecar(first, {'status': 'recording'})          # as if killed while capturing
+    assert main_job.calibration_session(tmp_path, capture) == first and len(captured) == 2
+    assert is_complete(first)
+    assert (tmp_path / '.interrupted' / 'calibration_session' / 'episode.yaml').is_file()
+    twin = tmp_path / 'twin' / 'paired' / 'episode_0000_move_card_dynamic'
+    twin.mkdir(parents=True)
+    main_job.set_aside(tmp_path, tmp_path / 'twin', 'the twin stage did not finish')
+    assert not (tmp_path / 'twin').exists()
+    assert (tmp_path / '.interrupted' / 'twin' / 'paired' / twin.name).is_dir()
+    main_job.set_aside(tmp_path, tmp_path / 'twin', 'nothing there')      # a first try: no-op
