@@ -4,9 +4,15 @@ For several layouts (tasks x variants x seeds, ID and OOD regions) the bench lab
 camera with its realism on; the frames are written as a small episode (EpisodeBagWriter) and
 align_episode reads that bag, as it would a recorded one. Cameras: the bench lab's TRUE
 calibration (camera_info), so the figures measure alignment alone, not calibration. Reports
-position/yaw/colour errors per object, and their summary.
+position/yaw/colour errors per object, layouts where an object was not found, and a summary.
+
+With --episodes the layouts are recorded episodes instead (the main job's demos, say), aligned
+with the cameras of --calibration (the twin's calibration) from their own first frames, as the
+twin stage does, and scored against the lab reset to each episode's recorded layout.
 
     .venv/bin/python bench/alignment_accuracy.py [--seeds 2] [--backend projection|mujoco]
+        [--first-seed 0] [--episodes RUN/episodes --calibration RUN/twin/calibration]
+        [--foreground SIGMAS MIN_CHROMA]
         [--out bench/results/alignment_accuracy.json]
 """
 from __future__ import annotations
@@ -28,6 +34,7 @@ from comsim_core.episodes.topics import TopicSpec
 from comsim_core.episodes.writer import EpisodeBagWriter
 from comsim_twin.alignment import align_episode, load_sheet
 from comsim_twin.alignment.colours import delta_e76, rgb_distance
+from comsim_twin.alignment.errors import AlignmentError
 from comsim_twin.alignment.localise import wrap_yaw, yaw_period
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,14 +98,51 @@ def errors(report, truth: dict, sheet_objects: dict) -> dict[str, dict]:
     return out
 
 
+def rendered_layouts(lab: BenchLab, tmp: Path, first_seed: int, seeds: int):
+    """Every LAYOUTS entry in both regions on seeds first_seed..: the lab's first frames as
+    an episode, its true cameras, its true objects."""
+    cams = true_cameras(lab)
+    for task, variant in LAYOUTS:
+        for region in ('id', 'ood'):
+            for seed in range(first_seed, first_seed + seeds):
+                lab.reset(task, seed, region, variant)
+                ep = write_first_frames(lab, tmp / f'{task}_{variant}_{region}_{seed}')
+                yield (task, variant, region, seed), ep, cams, lab.task_state()['objects']
+
+
+def recorded_layouts(lab: BenchLab, episodes: Path, calibration: Path):
+    """Each recorded episode, the calibrated cameras, the lab's objects on its layout."""
+    from comsim_bench_lab.scoring import episode_reset, true_layout
+    from comsim_core.episodes import find_episodes
+    from comsim_twin.alignment.cli import load_cameras
+
+    cams = load_cameras(calibration)
+    for ep in find_episodes(episodes):
+        task, seed, region, variant = episode_reset(ep)
+        yield (task, variant or 'default', region, seed), ep, cams, true_layout(lab, ep)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--seeds', type=int, default=2)
+    ap.add_argument('--first-seed', type=int, default=0, help='layout seeds FIRST.. FIRST+seeds-1')
     ap.add_argument('--backend', choices=('projection', 'mujoco'), default='projection')
+    ap.add_argument('--foreground', nargs=2, type=float, metavar=('SIGMAS', 'MIN_CHROMA'),
+                    help="the segmentation's table-distance thresholds instead of its defaults "
+                         '(to measure a change against the old values in one session)')
+    ap.add_argument('--episodes', type=Path, help='recorded episodes to align instead')
+    ap.add_argument('--calibration', type=Path, help="with --episodes: the twin's cameras")
     add_out_argument(ap, __file__)
     args = ap.parse_args(argv)
+    if bool(args.episodes) != bool(args.calibration):
+        ap.error('--episodes and --calibration go together')
+    if args.foreground:
+        import functools
+
+        from comsim_twin.alignment import align, segmentation
+        align.foreground = functools.partial(segmentation.foreground, sigmas=args.foreground[0],
+                                             min_chroma=args.foreground[1])
     lab = make_lab()
-    cams = true_cameras(lab)
     sheet = load_sheet()
     backend = None
     if args.backend == 'mujoco':
@@ -106,29 +150,34 @@ def main(argv: list[str] | None = None) -> int:
         backend = make_backend('mujoco')
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for task, variant in LAYOUTS:
-            for region in ('id', 'ood'):
-                for seed in range(args.seeds):
-                    lab.reset(task, seed, region, variant)
-                    ep = write_first_frames(lab, Path(tmp) / f'{task}_{variant}_{region}_{seed}')
-                    truth = lab.task_state()['objects']
-                    t0 = time.perf_counter()
-                    _, report = align_episode(ep, cams, sheet, task, variant, backend)
-                    dt = time.perf_counter() - t0
-                    errs = errors(report, truth, sheet.objects(task, variant))
-                    rows.append({'task': task, 'variant': variant, 'region': region,
-                                 'seed': seed, 'seconds': dt, 'objects': errs,
-                                 'warnings': report.warnings})
-                    worst = max(e['position_error_m'] for e in errs.values())
-                    print(f'{task:13s} {variant:12s} {region:3s} seed {seed}: worst position '
-                          f'error {worst * 1000:5.1f} mm, {dt:.2f} s', flush=True)
+        layouts = (recorded_layouts(lab, args.episodes, args.calibration) if args.episodes
+                   else rendered_layouts(lab, Path(tmp), args.first_seed, args.seeds))
+        for (task, variant, region, seed), ep, cams, truth in layouts:
+            t0 = time.perf_counter()
+            try:
+                _, report = align_episode(ep, cams, sheet, task, variant, backend)
+            except AlignmentError as exc:      # counted: a twin stage would stop here
+                rows.append({'task': task, 'variant': variant, 'region': region,
+                             'seed': seed, 'error': str(exc)})
+                print(f'{task:13s} {variant:12s} {region:3s} seed {seed}: {exc}', flush=True)
+                continue
+            dt = time.perf_counter() - t0
+            errs = errors(report, truth, sheet.objects(task, variant))
+            rows.append({'task': task, 'variant': variant, 'region': region,
+                         'seed': seed, 'seconds': dt, 'objects': errs,
+                         'warnings': report.warnings})
+            worst = max(e['position_error_m'] for e in errs.values())
+            print(f'{task:13s} {variant:12s} {region:3s} seed {seed}: worst position '
+                  f'error {worst * 1000:5.1f} mm, {dt:.2f} s', flush=True)
     if backend is not None:
         backend.close()
-    objs = [o for r in rows for o in r['objects'].values()]
+    failed = [r for r in rows if 'error' in r]
+    rows_ok = [r for r in rows if 'error' not in r]
+    objs = [o for r in rows_ok for o in r['objects'].values()]
     pos = np.array([o['position_error_m'] for o in objs])
     yaws = np.array([o['yaw_error_rad'] for o in objs if o['yaw_error_rad'] is not None])
     summary = {
-        'objects': len(objs), 'layouts': len(rows),
+        'objects': len(objs), 'layouts': len(rows), 'layouts_failed': len(failed),
         'position_error_mm': {'mean': 1000 * pos.mean(), 'median': 1000 * np.median(pos),
                               'p95': 1000 * np.quantile(pos, 0.95), 'max': 1000 * pos.max()},
         'under_1cm': float((pos < 0.01).mean()),
@@ -138,9 +187,11 @@ def main(argv: list[str] | None = None) -> int:
                              'max': float(np.max([o['colour_rgb_error'] for o in objs]))},
         'colour_delta_e': {'mean': float(np.mean([o['colour_delta_e'] for o in objs])),
                            'max': float(np.max([o['colour_delta_e'] for o in objs]))},
-        'seconds_per_layout': float(np.mean([r['seconds'] for r in rows]))}
-    result = {'cameras': 'bench lab true camera_info (calibration stage not yet wired)',
-              'renderer': args.backend, 'summary': summary, 'layouts': rows}
+        'seconds_per_layout': float(np.mean([r['seconds'] for r in rows_ok]))}
+    result = {'cameras': (str(args.calibration) if args.episodes else 'bench lab true camera_info'),
+              'episodes': str(args.episodes or ''),
+              'renderer': args.backend,
+              'foreground': args.foreground or 'defaults', 'summary': summary, 'layouts': rows}
     print(json.dumps(summary, indent=2, default=float))
     write_result(args.out, result, machine())
     return 0

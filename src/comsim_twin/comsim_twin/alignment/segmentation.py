@@ -107,7 +107,7 @@ def table_distance(image: np.ndarray, table: TableModel) -> tuple[np.ndarray, np
 
 
 def foreground(image: np.ndarray, table: TableModel, roi: np.ndarray,
-               sigmas: float = 5.0, min_chroma: float = 0.035,
+               sigmas: float = 2.5, min_chroma: float = 0.04,
                bright_factor: float = 1.12) -> np.ndarray:
     """Pixels that are not table: far from every table tone's chromaticity, or brighter than
     nearly all the table (neutral objects)."""
