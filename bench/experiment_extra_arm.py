@@ -5,6 +5,7 @@ run's (exact McNemar against each of them).
 
     .venv/bin/python bench/experiment_extra_arm.py --run output/main_job/<run> --arm B \\
         [--regions id ood] [--policy-steps N] [--rollouts N] [--generated-share S] \\
+        [--eval-workers N] [--saved-episodes N] [--pseudo-real DIR] \\
         [--out bench/results/experiment_extra_arm_<arm>.json]
 
 Why: a session's machine fits only some of the six arms at the recipe's steps; an arm the run
@@ -66,7 +67,7 @@ def read_rollouts(folder: Path) -> Evaluation:
 
 @cli_main('experiment_extra_arm')
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0].replace('\n', ' '))
     ap.add_argument('--run', type=Path, required=True, help='the run folder')
     which = ap.add_mutually_exclusive_group(required=True)
     which.add_argument('--arm', help="an arm letter (A A' B C D E)")
