@@ -115,3 +115,35 @@ def test_open_loop_replay_diagnostic(trained, capsys):
         assert len(ep['mae_per_row']) == 4 and ep['frames'] == N_FRAMES // 3
     assert report['mean_mae'] < 0.75 * report['mean_hold_mae'], report   # 0.64 measured
     assert 'mean over 2 episodes' in capsys.readouterr().out
+
+
+def test_the_domain_gap_bench_matches_trajectories_by_name_and_cuts_to_the_reach(trained,
+                                                                                  tmp_path):
+    """bench/policy_domain_gap.py: one row per checkpoint, one column per look of the same
+    trajectories (matched by name, a source without shared names keeps its own), and
+    --first-frames predicts only at the episode's first frames."""
+    import importlib.util
+    import shutil
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location('policy_domain_gap',
+                                                  root / 'bench' / 'policy_domain_gap.py')
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    eps = sorted(p for p in (trained / 'eps').iterdir() if p.is_dir())
+    look = tmp_path / 'look'
+    look.mkdir()
+    shutil.copytree(eps[1], look / eps[1].name)         # the second trajectory only
+    chosen = bench.chosen_episodes({'a': trained / 'eps', 'b': look}, 5)
+    assert [p.name for p in chosen['a']] == [p.name for p in chosen['b']] == [eps[1].name]
+    out = tmp_path / 'gap.json'
+    assert bench.main(['--checkpoint', f'tiny={trained / "ckpt"}', '--data',
+                       f'a={trained / "eps"}', f'b={look}', '--stride', '3',
+                       '--first-frames', '7', '--out', str(out)]) == 0
+    table = json.loads(out.read_text())['table']['tiny']
+    assert table['a']['mae'] == pytest.approx(table['b']['mae'])      # the same frames
+    full = open_loop.replay(PolicyRunner.load(trained / 'ckpt', device='cpu'),
+                            open_loop.native_episode(eps[1], load_config(trained / 'ckpt')),
+                            3, until=7)
+    assert full['frames'] == 3                           # frames 0, 3, 6
+    assert table['a']['mae'] == pytest.approx(full['mae'])

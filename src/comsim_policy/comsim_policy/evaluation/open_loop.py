@@ -66,15 +66,17 @@ def _stride(ep: dict, control_hz: float) -> int:
     return max(1, int(round(ep['rate_hz'] / control_hz))) if ep.get('rate_hz') else 1
 
 
-def replay(runner: PolicyRunner, ep: dict, stride: int = 4, seed: int = 0) -> dict:
-    """Per executed row k: mean |error| (policy, hold baseline) over frames and joints."""
+def replay(runner: PolicyRunner, ep: dict, stride: int = 4, seed: int = 0,
+           until: int | None = None) -> dict:
+    """Per executed row k: mean |error| (policy, hold baseline) over frames and joints;
+    predicting at frames before ``until`` only (all when None), labelled by the whole episode."""
     cfg = runner.config
     n = len(ep['state'])
     rows = runner.execute_slice
     n_exec = rows.stop - rows.start
     step = _stride(ep, cfg.control_hz)
     err, hold, grip_err = [], [], []
-    for t in range(0, n, stride):
+    for t in range(0, min(n, until or n), stride):
         obs_idx = np.clip(t + step * np.arange(-cfg.n_obs_steps + 1, 1), 0, n - 1)
         images = {c: ep['images'][c][obs_idx] for c in cfg.camera_topics}
         pred = runner.predict(images, ep['state'][obs_idx], seed=seed + t)[rows]
