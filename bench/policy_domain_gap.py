@@ -52,11 +52,10 @@ def chosen_episodes(sources: dict[str, Path], n: int) -> dict[str, list[Path]]:
     if not all(found.values()):
         empty = [s for s, f in found.items() if not f]
         raise UserError(f'--data {empty[0]}: no episodes in {sources[empty[0]]}')
-    shared_by = {s: set(f) for s, f in found.items()}
     out = {}
     for s, f in found.items():
-        others = [shared_by[o] for o in found if o != s and shared_by[o] & set(f)]
-        names = sorted(set(f).intersection(*others)) if others else sorted(f)
+        others = [found[o].keys() for o in found if o != s and found[o].keys() & f.keys()]
+        names = sorted(set(f).intersection(*others))
         out[s] = [f[name] for name in names[:n]]
     return out
 

@@ -96,14 +96,21 @@ def resumed_recording(episodes: Path) -> dict:
         return {}
     for path in sorted(p.parent for p in episodes.glob(f'*/{SIDECAR_NAME}')):
         if not is_complete(path):       # a bag never closed, or a sidecar never finished
-            aside = set_aside_path(episodes / '.interrupted', path.name)
-            aside.parent.mkdir(parents=True, exist_ok=True)
-            path.rename(aside)
-            log(f'[record] {path.name} was not closed: moved to {aside}')
+            set_aside(episodes, path, 'record', 'it was not closed')
     done = recorded_episodes(episodes)
     if done:
         log(f'[record] resuming: {len(done)} episodes already recorded')
     return done
+
+
+def set_aside(out: Path, path: Path, stage: str, why: str) -> None:
+    """Move what an earlier try left at ``path`` into ``out/.interrupted/`` (a hidden folder
+    no reader looks in), so the stage starts clean and nothing is deleted."""
+    if path.exists():
+        aside = set_aside_path(out / '.interrupted', path.name)
+        aside.parent.mkdir(parents=True, exist_ok=True)
+        path.rename(aside)
+        log(f'[{stage}] {path}: {why}; moved to {aside}')
 
 
 def set_aside_path(folder: Path, name: str) -> Path:
@@ -179,18 +186,8 @@ def calibration_session(out: Path, capture) -> Path:
     if is_complete(path):
         log(f'[twin] calibration session {path} kept from an earlier try')
         return path
-    set_aside(out, path, 'it was not closed')
+    set_aside(out, path, 'twin', 'it was not closed')
     return capture(path)
-
-
-def set_aside(out: Path, path: Path, why: str) -> None:
-    """Move what an earlier try left at ``path`` into ``out/.interrupted/`` (a hidden folder
-    no reader looks in), so the stage starts clean and nothing is deleted."""
-    if path.exists():
-        aside = set_aside_path(out / '.interrupted', path.name)
-        aside.parent.mkdir(parents=True, exist_ok=True)
-        path.rename(aside)
-        log(f'[main_job] {path}: {why}; moved to {aside}')
 
 
 def twin_stage(out: Path, episodes_dir: Path, cfg: ExperimentConfig, scale: Scale) -> dict:
@@ -207,7 +204,7 @@ def twin_stage(out: Path, episodes_dir: Path, cfg: ExperimentConfig, scale: Scal
             raise UserError(f'{episodes_dir}: {len(found)} successful {task} demonstrations, '
                             f'the experiment needs {scale.real}')
         demos += found[:scale.real]       # arm A's demos: the neural simulator's pairs
-    set_aside(out, out / 'twin', 'the twin stage did not finish')
+    set_aside(out, out / 'twin', 'twin', 'an earlier try did not finish')
     t0 = time.monotonic()
     bag = calibration_session(out, lambda path: capture_calibration(
         LAB_YAML, REALISM_YAML, path, cfg.calibration_views, seed=0))

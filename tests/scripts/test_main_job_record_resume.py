@@ -80,7 +80,7 @@ def test_a_retried_twin_stage_keeps_its_closed_calibration_and_sets_the_rest_asi
     assert (tmp_path / '.interrupted' / 'calibration_session' / 'episode.yaml').is_file()
     twin = tmp_path / 'twin' / 'paired' / 'episode_0000_move_card_dynamic'
     twin.mkdir(parents=True)
-    main_job.set_aside(tmp_path, tmp_path / 'twin', 'the twin stage did not finish')
+    main_job.set_aside(tmp_path, tmp_path / 'twin', 'twin', 'an earlier try did not finish')
     assert not (tmp_path / 'twin').exists()
     assert (tmp_path / '.interrupted' / 'twin' / 'paired' / twin.name).is_dir()
-    main_job.set_aside(tmp_path, tmp_path / 'twin', 'nothing there')      # a first try: no-op
+    main_job.set_aside(tmp_path, tmp_path / 'twin', 'twin', 'nothing there')   # first try: no-op
